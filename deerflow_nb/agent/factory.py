@@ -1,0 +1,147 @@
+"""The lead-agent factory: LangChain's ``create_agent`` with DeerFlow's middleware chain."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from deerflow_nb.agent.middlewares import (
+    ClarificationMiddleware,
+    DanglingToolCallMiddleware,
+    DynamicContextMiddleware,
+    InputSanitizationMiddleware,
+    LLMErrorHandlingMiddleware,
+    LoopDetectionMiddleware,
+    ModelLengthFinishReasonMiddleware,
+    ReadBeforeWriteMiddleware,
+    SandboxAuditMiddleware,
+    SandboxMiddleware,
+    SummarizationMiddleware,
+    SystemMessageCoalescingMiddleware,
+    TerminalResponseMiddleware,
+    ThreadDataMiddleware,
+    TitleMiddleware,
+    TodoListMiddleware,
+    TokenUsageMiddleware,
+    ToolErrorHandlingMiddleware,
+    ToolOutputBudgetMiddleware,
+    UploadsMiddleware,
+    ViewImageMiddleware,
+)
+from deerflow_nb.agent.middlewares.dynamic_context import ContextProvider
+from deerflow_nb.agent.prompt import build_system_prompt
+from deerflow_nb.agent.state import ThreadState
+from deerflow_nb.config.schema import AppConfig
+from deerflow_nb.context import RunContext
+
+__all__ = ["SLOTS", "AgentOptions", "build_middlewares", "make_lead_agent"]
+
+#: Extension points of the chain, in order: skills after DynamicContext, memory after
+#: Title, subagents before LoopDetection, custom before the terminal tail.
+SLOTS = ("skills", "memory", "subagents", "custom")
+
+
+@dataclass(frozen=True)
+class AgentOptions:
+    """Per-run options that change the compiled graph (and so key the graph cache)."""
+
+    model_name: str | None = None
+    thinking_enabled: bool = False
+    plan_mode: bool = False
+    subagent_enabled: bool = False
+    supports_vision: bool = False
+
+
+def build_middlewares(
+    config: AppConfig,
+    options: AgentOptions,
+    *,
+    slots: Mapping[str, Sequence[AgentMiddleware]] | None = None,
+    context_providers: Sequence[ContextProvider] = (),
+) -> list[AgentMiddleware]:
+    """The lead agent's middlewares in the reference order (outermost first)."""
+    slots = slots or {}
+    unknown = set(slots) - set(SLOTS)
+    if unknown:
+        raise ValueError(f"unknown middleware slot(s) {sorted(unknown)}; known: {list(SLOTS)}")
+    chain: list[AgentMiddleware] = [
+        InputSanitizationMiddleware(),
+        ToolOutputBudgetMiddleware(config.tool_output_budget.max_chars),
+        ThreadDataMiddleware(),
+        UploadsMiddleware(),
+        SandboxMiddleware(),
+        DanglingToolCallMiddleware(),
+        LLMErrorHandlingMiddleware(),
+        SandboxAuditMiddleware(),
+    ]
+    if config.read_before_write.enabled:
+        chain.append(ReadBeforeWriteMiddleware())
+    chain += [ToolErrorHandlingMiddleware(), DynamicContextMiddleware(list(context_providers))]
+    chain += list(slots.get("skills", ()))
+    if config.summarization.enabled:
+        chain.append(SummarizationMiddleware(config.summarization))
+    if options.plan_mode:
+        chain.append(TodoListMiddleware())
+    if config.token_usage.enabled:
+        chain.append(TokenUsageMiddleware())
+    chain.append(TitleMiddleware(config.title))
+    chain += list(slots.get("memory", ()))
+    if options.supports_vision:
+        chain.append(ViewImageMiddleware())
+    chain.append(SystemMessageCoalescingMiddleware())
+    chain += list(slots.get("subagents", ()))
+    if config.loop_detection.enabled:
+        chain.append(LoopDetectionMiddleware(config.loop_detection.warn_threshold, config.loop_detection.hard_limit))
+    chain += list(slots.get("custom", ()))
+    chain += [TerminalResponseMiddleware(), ModelLengthFinishReasonMiddleware(), ClarificationMiddleware()]
+    return chain
+
+
+def _prepare_tools(tools: Sequence[BaseTool]) -> list[BaseTool]:
+    prepared = []
+    for tool in tools:
+        if tool.name == "ask_clarification" and not tool.return_direct:
+            # The run ends after the clarification message; see ClarificationMiddleware.
+            tool = tool.model_copy(update={"return_direct": True})
+        prepared.append(tool)
+    return prepared
+
+
+def make_lead_agent(
+    model: BaseChatModel,
+    *,
+    config: AppConfig,
+    options: AgentOptions | None = None,
+    tools: Sequence[BaseTool] | None = None,
+    checkpointer: BaseCheckpointSaver | None = None,
+    slots: Mapping[str, Sequence[AgentMiddleware]] | None = None,
+    prompt_sections: Sequence[str | None] = (),
+    context_providers: Sequence[ContextProvider] = (),
+) -> Any:
+    """Compile the lead agent graph.
+
+    ``tools`` defaults to :func:`deerflow_nb.tools.get_available_tools`. Run it with
+    ``context=RunContext(...)`` so middlewares and tools find the sandbox and paths.
+    """
+    options = options or AgentOptions()
+    if tools is None:
+        from deerflow_nb.tools import get_available_tools
+
+        tools = get_available_tools(config, supports_vision=options.supports_vision)
+    return create_agent(
+        model,
+        tools=_prepare_tools(tools),
+        system_prompt=build_system_prompt(prompt_sections),
+        middleware=build_middlewares(config, options, slots=slots, context_providers=context_providers),
+        state_schema=ThreadState,
+        context_schema=RunContext,
+        checkpointer=checkpointer,
+        name="lead_agent",
+    )

@@ -1,0 +1,99 @@
+"""Refuse edits of existing files the agent has not read in their current version.
+
+``read_file`` stamps ``deerflow_read_mark = {"path", "sha256"}`` on its result; a
+``write_file`` over an existing file (overwrite or append) or a ``str_replace`` is
+refused unless the newest mark for that path matches the file's current hash.
+Marks live on messages, so a summarization that drops the read drops the mark.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import posixpath
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import ToolMessage
+
+from deerflow_nb.agent.middlewares._base import context_of, tool_error
+
+__all__ = ["GATED_TOOLS", "ReadBeforeWriteMiddleware", "latest_read_mark"]
+
+GATED_TOOLS = frozenset({"write_file", "str_replace"})
+
+
+def _norm(path: str) -> str:
+    return posixpath.normpath(path) if path else path
+
+
+def latest_read_mark(messages: list[Any], path: str) -> str | None:
+    """The sha256 of the newest read of ``path`` in ``messages``, if any."""
+    target = _norm(path)
+    for message in reversed(messages):
+        if isinstance(message, ToolMessage):
+            mark = message.additional_kwargs.get("deerflow_read_mark")
+            if isinstance(mark, dict) and _norm(str(mark.get("path", ""))) == target:
+                return mark.get("sha256")
+    return None
+
+
+class ReadBeforeWriteMiddleware(AgentMiddleware):
+    """The write gate; check and write are serialized per (thread, path)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._locks: dict[tuple[str, str], threading.Lock] = {}
+        self._alocks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._guard = threading.Lock()
+
+    def _key(self, request: Any) -> tuple[str, str]:
+        return (context_of(request).thread_id or "", _norm(str(request.tool_call.get("args", {}).get("path", ""))))
+
+    def _verdict(self, request: Any) -> ToolMessage | None:
+        from deerflow_nb.tools import file_sha256, get_sandbox
+
+        call = request.tool_call
+        path = str((call.get("args") or {}).get("path", ""))
+        if not path:
+            return None
+        try:
+            current = file_sha256(get_sandbox(request.runtime), path)
+        except Exception:  # an uninspectable target fails open; the tool reports the real error
+            return None
+        if current is None:
+            if call["name"] == "str_replace":
+                return None  # the tool itself reports the missing file
+            return None  # creating a new file needs no read
+        mark = latest_read_mark(list(request.state.get("messages", [])), path)
+        if mark == current:
+            return None
+        why = "has not been read" if mark is None else "changed since it was last read"
+        return tool_error(
+            request,
+            f"Error: {path} {why}. Call read_file on it first, then retry the edit.",
+            error_type="stale_read",
+            recoverable_by_model=True,
+            recommended_next_action="read_file",
+        )
+
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        """Gate write tools; everything else passes through."""
+        if request.tool_call["name"] not in GATED_TOOLS:
+            return handler(request)
+        key = self._key(request)
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            return self._verdict(request) or handler(request)
+
+    async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        """Async twin of :meth:`wrap_tool_call` (the hash is computed in a thread)."""
+        if request.tool_call["name"] not in GATED_TOOLS:
+            return await handler(request)
+        key = self._key(request)
+        lock = self._alocks.setdefault(key, asyncio.Lock())
+        async with lock:
+            verdict = await asyncio.to_thread(self._verdict, request)
+            return verdict or await handler(request)

@@ -1,0 +1,45 @@
+"""``ThreadState``: LangChain's agent state plus DeerFlow's channels."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, NotRequired
+
+from langchain.agents import AgentState
+
+from deerflow_nb.agent.reducers import (
+    merge_artifacts,
+    merge_delegations,
+    merge_skill_context,
+    merge_viewed_images,
+)
+
+__all__ = ["ThreadState"]
+
+
+class ThreadState(AgentState[Any]):
+    """State of one conversation thread.
+
+    ``messages`` comes from :class:`AgentState`. The other channels:
+
+    - ``sandbox`` — ``{"sandbox_id": ...}`` of the acquired sandbox;
+    - ``thread_data`` — host paths of the thread's user-data folders;
+    - ``title`` — generated thread title;
+    - ``artifacts`` — presented output files (deduplicated);
+    - ``todos`` — plan-mode task list (last value wins);
+    - ``uploaded_files`` — uploads the agent has been told about;
+    - ``viewed_images`` — images loaded by ``view_image`` for the next model call;
+    - ``delegations`` — subagent task ledger (terminal status never downgraded);
+    - ``skill_context`` — references of skills in use (never their bodies);
+    - ``summary_text`` — summary of compacted history (last value wins).
+    """
+
+    sandbox: NotRequired[dict[str, Any] | None]
+    thread_data: NotRequired[dict[str, Any] | None]
+    title: NotRequired[str | None]
+    artifacts: NotRequired[Annotated[list[str], merge_artifacts]]
+    todos: NotRequired[list[dict[str, Any]]]
+    uploaded_files: NotRequired[list[dict[str, Any]]]
+    viewed_images: NotRequired[Annotated[dict[str, Any], merge_viewed_images]]
+    delegations: NotRequired[Annotated[list[dict[str, Any]], merge_delegations]]
+    skill_context: NotRequired[Annotated[list[dict[str, Any]], merge_skill_context]]
+    summary_text: NotRequired[str | None]

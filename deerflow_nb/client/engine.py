@@ -1,0 +1,216 @@
+"""The embedded engine: config, model, sandbox, persistence and runs, on the private loop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage
+
+from deerflow_nb.agent import AgentOptions, make_lead_agent
+from deerflow_nb.config import AppConfig, Paths, get_app_config, load_config, resolve_home, validate_id
+from deerflow_nb.context import RunContext
+from deerflow_nb.errors import UsageError
+from deerflow_nb.persistence import Store, open_store
+from deerflow_nb.runtime import StreamEvent, execute_run
+from deerflow_nb.runtime.local_runs import LocalRunManager, RunRecord
+from deerflow_nb.sandbox import SandboxProvider
+
+__all__ = ["EmbeddedEngine", "RunOptions"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Per-run options (the reference's runtime configuration)."""
+
+    model_name: str | None = None
+    thinking_enabled: bool = False
+    plan_mode: bool = False
+    subagent_enabled: bool = False
+    recursion_limit: int = 100
+
+    def merged(self, **overrides: Any) -> RunOptions:
+        """A copy with the non-``None`` overrides applied (unknown names are an error)."""
+        unknown = set(overrides) - set(self.__dataclass_fields__)
+        if unknown:
+            raise UsageError(f"unknown run option(s): {', '.join(sorted(unknown))}; "
+                             f"known: {', '.join(self.__dataclass_fields__)}")
+        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+
+class EmbeddedEngine:
+    """Everything the embedded client needs; all coroutines run on one (private) loop."""
+
+    def __init__(
+        self,
+        *,
+        config_path: str | Path | None,
+        model: str | BaseChatModel | None,
+        defaults: RunOptions,
+        home: str | Path | None,
+        user_id: str,
+        persistence: str | None,
+        sandbox_provider: SandboxProvider | None,
+    ) -> None:
+        self.config_path = Path(config_path) if config_path is not None else None
+        startup = load_config(self.config_path)  # fail fast on a bad config
+        self.user_id = validate_id(user_id, "user_id")
+        self.paths = Paths(resolve_home(startup.home, home))
+        self.model = model
+        self.defaults = defaults
+        self.persistence = persistence or startup.database.backend
+        if self.persistence not in {"sqlite", "memory"}:
+            raise UsageError(f"persistence must be 'sqlite' or 'memory' in embedded mode, got {self.persistence!r}")
+        self._startup = startup
+        self._sandbox_provider = sandbox_provider
+        self._store: Store | None = None
+        self._store_lock: asyncio.Lock | None = None
+        self._graphs: dict[tuple[Any, ...], Any] = {}
+        self.runs = LocalRunManager()
+
+    # -- resources -----------------------------------------------------------------
+    @property
+    def config(self) -> AppConfig:
+        """The current config (re-read when the file changes)."""
+        return get_app_config(self.config_path) if self.config_path else get_app_config()
+
+    @property
+    def sandbox_provider(self) -> SandboxProvider:
+        """The sandbox provider (startup-only: created from the first config)."""
+        if self._sandbox_provider is None:
+            from deerflow_nb.sandbox import create_sandbox_provider
+
+            self._sandbox_provider = create_sandbox_provider(self._startup, self.paths)
+        return self._sandbox_provider
+
+    async def store(self) -> Store:
+        """Open persistence once, on this loop."""
+        if self._store_lock is None:
+            self._store_lock = asyncio.Lock()
+        async with self._store_lock:
+            if self._store is None:
+                db = None if self.persistence == "memory" else self.paths.db_path
+                self._store = await open_store(db)
+            return self._store
+
+    async def aclose(self) -> None:
+        """Cancel active runs, close the database and release sandboxes."""
+        for record in list(self.runs._active.values()):
+            await self.runs.cancel(record.run_id)
+        if self._store is not None:
+            await self._store.aclose()
+            self._store = None
+        if self._sandbox_provider is not None:
+            await asyncio.to_thread(self._sandbox_provider.shutdown)
+
+    # -- models and graphs ---------------------------------------------------------
+    def resolve_model(self, options: RunOptions) -> tuple[BaseChatModel, str | None, bool]:
+        """(model instance, configured name or None, supports_vision)."""
+        from deerflow_nb.models import create_chat_model
+
+        config = self.config
+        name = options.model_name or (self.model if isinstance(self.model, str) else None)
+        if isinstance(self.model, BaseChatModel) and options.model_name is None:
+            return self.model, None, False
+        model = create_chat_model(name, thinking_enabled=options.thinking_enabled, config=config)
+        entry = config.get_model_config(name) if name else (config.models[0] if config.models else None)
+        return model, (entry.name if entry else name), bool(entry and entry.supports_vision)
+
+    async def graph_for(self, options: RunOptions) -> tuple[Any, str | None]:
+        """The compiled lead agent for these options (cached while the config is unchanged)."""
+        store = await self.store()
+        config = self.config
+        model, name, vision = self.resolve_model(options)
+        key = (id(config), name, id(model) if name is None else None, options.thinking_enabled,
+               options.plan_mode, options.subagent_enabled, vision)
+        graph = self._graphs.get(key)
+        if graph is None:
+            agent_options = AgentOptions(model_name=name, thinking_enabled=options.thinking_enabled,
+                                         plan_mode=options.plan_mode, subagent_enabled=options.subagent_enabled,
+                                         supports_vision=vision)
+            graph = await asyncio.to_thread(
+                lambda: make_lead_agent(model, config=config, options=agent_options, checkpointer=store.checkpointer)
+            )
+            if len(self._graphs) > 16:
+                self._graphs.clear()
+            self._graphs[key] = graph
+        return graph, name
+
+    # -- runs ----------------------------------------------------------------------
+    def new_input(self, text: str | HumanMessage, run_id: str) -> HumanMessage:
+        """The human message that starts a run, tagged with ``run_id``."""
+        if isinstance(text, HumanMessage):
+            message = text
+        elif isinstance(text, str):
+            if not text.strip():
+                raise UsageError("message must not be empty")
+            message = HumanMessage(content=text)
+        else:
+            raise UsageError(f"message must be a string or a HumanMessage, got {type(text).__name__}")
+        kwargs = {**message.additional_kwargs, "run_id": run_id}
+        return message.model_copy(update={"id": message.id or str(uuid.uuid4()), "additional_kwargs": kwargs})
+
+    async def start_run(self, thread_id: str, message: str | HumanMessage, options: RunOptions,
+                        secrets: dict[str, str] | None = None) -> RunRecord:
+        """Start a background run on ``thread_id``; returns at once."""
+        store = await self.store()
+        await store.create_or_get_thread(thread_id, self.user_id)
+        run_id = str(uuid.uuid4())
+        graph_input = {"messages": [self.new_input(message, run_id)]}
+        graph, model_name = await self.graph_for(options)
+        context = RunContext(
+            thread_id=thread_id, user_id=self.user_id, run_id=run_id, app_config=self.config, paths=self.paths,
+            sandbox_provider=self.sandbox_provider, model_name=model_name,
+            thinking_enabled=options.thinking_enabled, plan_mode=options.plan_mode,
+            subagent_enabled=options.subagent_enabled, secrets=dict(secrets or {}),
+        )
+        config = {
+            "configurable": {"thread_id": thread_id, "run_id": run_id, "model_name": model_name,
+                             "thinking_enabled": options.thinking_enabled, "is_plan_mode": options.plan_mode,
+                             "subagent_enabled": options.subagent_enabled},
+            "recursion_limit": options.recursion_limit,
+        }
+
+        async def body(record: RunRecord) -> AsyncIterator[StreamEvent]:
+            title = None
+            async for event in execute_run(graph, graph_input, context=context, config=config):
+                if event.type == "values":
+                    title = event.data.get("title") or title
+                yield event
+            await store.touch(thread_id, title=title)
+
+        return self.runs.start(thread_id, body, run_id=run_id)
+
+    async def get_state(self, thread_id: str) -> dict[str, Any]:
+        """The thread's current state values (empty for a thread that never ran)."""
+        store = await self.store()
+        await store.get_thread(thread_id, self.user_id)
+        snapshot = await store.checkpointer.aget_tuple({"configurable": {"thread_id": thread_id}})
+        if snapshot is None:
+            return {}
+        return dict(snapshot.checkpoint.get("channel_values", {}))
+
+    async def get_history(self, thread_id: str, limit: int | None) -> list[dict[str, Any]]:
+        """Checkpoints of the thread, newest first."""
+        store = await self.store()
+        await store.get_thread(thread_id, self.user_id)
+        if limit == 0:
+            return []
+        out = []
+        async for item in store.checkpointer.alist({"configurable": {"thread_id": thread_id}}, limit=limit):
+            out.append({
+                "checkpoint_id": item.config["configurable"].get("checkpoint_id"),
+                "parent_checkpoint_id": (item.parent_config or {}).get("configurable", {}).get("checkpoint_id"),
+                "created_at": item.checkpoint.get("ts"),
+                "step": (item.metadata or {}).get("step"),
+                "values": dict(item.checkpoint.get("channel_values", {})),
+            })
+        return out

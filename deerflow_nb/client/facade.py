@@ -1,0 +1,144 @@
+"""``DeerFlow``: the notebook user's entry point (embedded, in-process mode)."""
+
+from __future__ import annotations
+
+import atexit
+import uuid
+import weakref
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from deerflow_nb.client.engine import EmbeddedEngine, RunOptions
+from deerflow_nb.client.loop import BackgroundLoop
+from deerflow_nb.client.thread import Thread
+from deerflow_nb.config import validate_id
+from deerflow_nb.errors import UsageError
+from deerflow_nb.sandbox import SandboxProvider
+
+__all__ = ["DeerFlow"]
+
+_LIVE: weakref.WeakSet[DeerFlow] = weakref.WeakSet()
+
+
+class DeerFlow:
+    """The DeerFlow agent, embedded in this process.
+
+    Args:
+        config_path: ``config.yaml`` to use (default: discovered, else built-in defaults).
+        model: a configured model name or any LangChain chat model instance.
+        plan_mode: default for runs: plan with ``write_todos``.
+        subagents: default for runs: allow delegation to subagents.
+        home: data directory (default: ``DEER_FLOW_HOME`` > config ``home`` > ``~/.deer-flow``).
+        user_id: whose threads, memory and files these are.
+        persistence: ``"sqlite"`` (default, survives restarts) or ``"memory"`` (throwaway).
+        sandbox: a :class:`~deerflow_nb.sandbox.SandboxProvider` to use instead of the configured one.
+    """
+
+    def __init__(
+        self,
+        config_path: str | Path | None = None,
+        *,
+        model: str | BaseChatModel | None = None,
+        plan_mode: bool = False,
+        subagents: bool = False,
+        home: str | Path | None = None,
+        user_id: str = "default",
+        persistence: str | None = None,
+        sandbox: SandboxProvider | None = None,
+    ) -> None:
+        if model is not None and not isinstance(model, (str, BaseChatModel)):
+            raise UsageError(f"model must be a configured model name or a LangChain chat model, got {model!r}")
+        self._defaults = RunOptions(plan_mode=plan_mode, subagent_enabled=subagents)
+        self._engine = EmbeddedEngine(config_path=config_path, model=model, defaults=self._defaults, home=home,
+                                      user_id=user_id, persistence=persistence, sandbox_provider=sandbox)
+        self._loop = BackgroundLoop()
+        _LIVE.add(self)
+
+    def __repr__(self) -> str:
+        return f"<DeerFlow user={self.user_id!r} home={str(self.home)!r}>"
+
+    @property
+    def user_id(self) -> str:
+        """The user whose data this client reads and writes."""
+        return self._engine.user_id
+
+    @property
+    def home(self) -> Path:
+        """The data directory."""
+        return self._engine.paths.home
+
+    # -- threads -------------------------------------------------------------------
+    def thread(self, thread_id: str | None = None) -> Thread:
+        """A new thread, or the existing thread ``thread_id`` (created if it does not exist)."""
+        thread_id = validate_id(thread_id, "thread_id") if thread_id is not None else str(uuid.uuid4())
+        self._loop.run(self._ensure_thread(thread_id), method="DeerFlow.thread")
+        return Thread(self, thread_id)
+
+    async def athread(self, thread_id: str | None = None) -> Thread:
+        """Async twin of :meth:`thread`."""
+        thread_id = validate_id(thread_id, "thread_id") if thread_id is not None else str(uuid.uuid4())
+        await self._loop.arun(self._ensure_thread(thread_id))
+        return Thread(self, thread_id)
+
+    async def _ensure_thread(self, thread_id: str) -> None:
+        store = await self._engine.store()
+        await store.create_or_get_thread(thread_id, self.user_id)
+
+    async def _athreads(self, limit: int | None) -> list[dict[str, Any]]:
+        store = await self._engine.store()
+        return [r.to_dict() for r in await store.list_threads(self.user_id, limit)]
+
+    def threads(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """This user's threads, most recently active first, with titles."""
+        return self._loop.run(self._athreads(limit), method="DeerFlow.threads")
+
+    async def athreads(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """Async twin of :meth:`threads`."""
+        return await self._loop.arun(self._athreads(limit))
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete a thread's history (its files stay on disk)."""
+        self._loop.run(self._adelete(thread_id), method="DeerFlow.delete_thread")
+
+    async def _adelete(self, thread_id: str) -> None:
+        store = await self._engine.store()
+        await store.delete_thread(thread_id, self.user_id)
+
+    # -- gateway-equivalent methods ---------------------------------------------------
+    def list_models(self) -> dict[str, Any]:
+        """``{"models": [...]}`` exactly as ``GET /models`` returns it."""
+        from deerflow_nb.models import list_models
+
+        return list_models(self._engine.config)
+
+    def get_model(self, name: str) -> dict[str, Any]:
+        """One model as ``GET /models/{name}`` returns it."""
+        from deerflow_nb.models import get_model
+
+        return get_model(name, self._engine.config)
+
+    # -- lifecycle -----------------------------------------------------------------
+    def close(self) -> None:
+        """Cancel active runs, close the database, stop the private loop."""
+        self._loop.stop(self._engine.aclose)
+
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close` (the private loop keeps running until ``close``)."""
+        await self._loop.arun(self._engine.aclose())
+
+    def __enter__(self) -> DeerFlow:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@atexit.register
+def _close_all() -> None:  # flush SQLite and stop threads on interpreter exit
+    for client in list(_LIVE):
+        try:
+            client.close()
+        except Exception:
+            pass

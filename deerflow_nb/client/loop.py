@@ -1,0 +1,136 @@
+"""A private event loop in a daemon thread: how sync twins work inside a running kernel.
+
+Sync methods submit coroutines with ``asyncio.run_coroutine_threadsafe(...).result()``;
+async methods called from another loop (a Jupyter kernel's) are bridged with
+``asyncio.wrap_future``. Loop-affine resources (the SQLite connection, the
+checkpointer) live on this loop only. Never ``run_until_complete``, never ``nest_asyncio``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
+from typing import Any, TypeVar
+
+from deerflow_nb.errors import SyncInAsyncError
+
+__all__ = ["BackgroundLoop"]
+
+T = TypeVar("T")
+_DONE = object()
+
+
+class BackgroundLoop:
+    """Owns one event loop running forever in a daemon thread (started lazily)."""
+
+    def __init__(self, name: str = "deerflow-loop") -> None:
+        self._name = name
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The private loop, started on first use."""
+        with self._lock:
+            if self._loop is None or self._loop.is_closed():
+                loop = asyncio.new_event_loop()
+                ready = threading.Event()
+
+                def run() -> None:
+                    asyncio.set_event_loop(loop)
+                    loop.call_soon(ready.set)
+                    loop.run_forever()
+
+                self._thread = threading.Thread(target=run, name=self._name, daemon=True)
+                self._thread.start()
+                ready.wait()
+                self._loop = loop
+            return self._loop
+
+    def in_loop(self) -> bool:
+        """Whether the caller runs on the private loop's thread."""
+        return self._thread is not None and threading.current_thread() is self._thread
+
+    def run(self, coro: Coroutine[Any, Any, T], *, method: str = "this method") -> T:
+        """Run ``coro`` on the private loop and block for its result (the sync twin path)."""
+        if self.in_loop():
+            coro.close()
+            raise SyncInAsyncError(
+                f"{method} was called synchronously from deerflow's own event loop; "
+                f"use the async twin (await a{method.rsplit('.', 1)[-1]}(...)) instead"
+            )
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    async def arun(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Await ``coro`` from any loop; it executes on the private loop."""
+        if self.in_loop():
+            return await coro
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> Any:
+        """Schedule ``coro`` on the private loop; returns a ``concurrent.futures.Future``."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def iterate(self, factory: Callable[[], AsyncIterator[T]], *, method: str = "stream") -> Iterator[T]:
+        """Drive an async iterator on the private loop and yield its items synchronously."""
+        if self.in_loop():
+            raise SyncInAsyncError(f"{method} was called synchronously from deerflow's own event loop; "
+                                   f"use a{method} instead")
+        agen = factory()
+        try:
+            while True:
+                item = asyncio.run_coroutine_threadsafe(_next(agen), self.loop).result()
+                if item is _DONE:
+                    return
+                yield item
+        finally:
+            asyncio.run_coroutine_threadsafe(_aclose(agen), self.loop).result()
+
+    async def aiterate(self, factory: Callable[[], AsyncIterator[T]]) -> AsyncIterator[T]:
+        """Drive an async iterator on the private loop from another loop."""
+        if self.in_loop():
+            async for item in factory():
+                yield item
+            return
+        agen = factory()
+        try:
+            while True:
+                item = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_next(agen), self.loop))
+                if item is _DONE:
+                    return
+                yield item
+        finally:
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_aclose(agen), self.loop))
+
+    def stop(self, cleanup: Callable[[], Awaitable[Any]] | None = None, timeout: float = 10) -> None:
+        """Run ``cleanup`` on the loop, then stop it and join the thread."""
+        with self._lock:
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        if loop is None or loop.is_closed():
+            return
+        if cleanup is not None:
+            try:
+                asyncio.run_coroutine_threadsafe(cleanup(), loop).result(timeout)  # type: ignore[arg-type]
+            except Exception:  # shutting down: best effort
+                pass
+        loop.call_soon_threadsafe(loop.stop)
+        if thread is not None:
+            thread.join(timeout)
+        if not loop.is_running():
+            loop.close()
+
+
+async def _next(agen: AsyncIterator[Any]) -> Any:
+    try:
+        return await agen.__anext__()
+    except StopAsyncIteration:
+        return _DONE
+
+
+async def _aclose(agen: Any) -> None:
+    close = getattr(agen, "aclose", None)
+    if close is not None:
+        await close()

@@ -1,0 +1,71 @@
+"""Configuration: ``config.yaml``, ``extensions_config.json`` and the data layout."""
+
+from deerflow_nb.config.extensions import (
+    EXTENSIONS_PATH_ENV,
+    ExtensionsConfig,
+    McpServerConfig,
+    SkillStateConfig,
+    load_extensions_config,
+    resolve_extensions_path,
+    save_extensions_config,
+)
+from deerflow_nb.config.loader import (
+    CONFIG_PATH_ENV,
+    CURRENT_CONFIG_VERSION,
+    get_app_config,
+    load_config,
+    reset_app_config,
+    resolve_config_path,
+    resolve_env_values,
+    set_app_config,
+)
+from deerflow_nb.config.paths import HOME_ENV, Paths, packaged_skills_root, resolve_home, validate_id
+from deerflow_nb.config.reload_boundary import STARTUP_ONLY_FIELDS
+from deerflow_nb.config.schema import (
+    AppConfig,
+    DatabaseConfig,
+    MemoryConfig,
+    ModelConfig,
+    ModelPricing,
+    SandboxConfig,
+    SkillsConfig,
+    SubagentsConfig,
+    SummarizationConfig,
+    TitleConfig,
+    ToolConfig,
+)
+
+__all__ = [
+    "CONFIG_PATH_ENV",
+    "CURRENT_CONFIG_VERSION",
+    "EXTENSIONS_PATH_ENV",
+    "HOME_ENV",
+    "STARTUP_ONLY_FIELDS",
+    "AppConfig",
+    "DatabaseConfig",
+    "ExtensionsConfig",
+    "McpServerConfig",
+    "MemoryConfig",
+    "ModelConfig",
+    "ModelPricing",
+    "Paths",
+    "SandboxConfig",
+    "SkillStateConfig",
+    "SkillsConfig",
+    "SubagentsConfig",
+    "SummarizationConfig",
+    "TitleConfig",
+    "ToolConfig",
+    "get_app_config",
+    "load_config",
+    "load_extensions_config",
+    "packaged_skills_root",
+    "reset_app_config",
+    "resolve_config_path",
+    "resolve_env_values",
+    "resolve_extensions_path",
+    "resolve_home",
+    "save_extensions_config",
+    "set_app_config",
+    "validate_id",
+]

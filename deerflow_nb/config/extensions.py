@@ -1,0 +1,121 @@
+"""``extensions_config.json``: MCP servers and skill enabled states.
+
+Path order: explicit path > ``DEER_FLOW_EXTENSIONS_CONFIG_PATH`` >
+``./extensions_config.json`` > ``../extensions_config.json``. The file is optional
+only in search mode; an explicit path or the environment variable naming a missing
+file raises :class:`FileNotFoundError`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from deerflow_nb.config.loader import format_loc, resolve_env_values
+from deerflow_nb.errors import ConfigError
+from deerflow_nb.utils.files import atomic_write_text
+
+__all__ = [
+    "EXTENSIONS_PATH_ENV",
+    "ExtensionsConfig",
+    "McpServerConfig",
+    "SkillStateConfig",
+    "load_extensions_config",
+    "resolve_extensions_path",
+    "save_extensions_config",
+]
+
+EXTENSIONS_PATH_ENV = "DEER_FLOW_EXTENSIONS_CONFIG_PATH"
+
+
+class McpServerConfig(BaseModel):
+    """One MCP server (stdio, SSE or streamable HTTP)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    enabled: bool = True
+    type: Literal["stdio", "sse", "http", "streamable_http"] = "stdio"
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    description: str | None = None
+    tool_call_timeout: float | None = None
+
+
+class SkillStateConfig(BaseModel):
+    """Whether one skill is enabled."""
+
+    model_config = ConfigDict(extra="allow")
+
+    enabled: bool = True
+
+
+class ExtensionsConfig(BaseModel):
+    """The whole ``extensions_config.json``."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict, alias="mcpServers")
+    skills: dict[str, SkillStateConfig] = Field(default_factory=dict)
+    middlewares: list[str] = Field(default_factory=list)
+
+    def to_file_dict(self) -> dict[str, Any]:
+        """The JSON document as it is written to disk (``mcpServers`` spelling)."""
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
+def resolve_extensions_path(path: str | os.PathLike[str] | None = None) -> Path | None:
+    """Return the extensions file, ``None`` when search mode finds nothing."""
+    if path is not None:
+        explicit = Path(path).expanduser()
+        if not explicit.is_file():
+            raise FileNotFoundError(f"extensions config not found: {explicit}")
+        return explicit.resolve()
+    env = os.environ.get(EXTENSIONS_PATH_ENV)
+    if env:
+        from_env = Path(env).expanduser()
+        if not from_env.is_file():
+            raise FileNotFoundError(f"extensions config named by {EXTENSIONS_PATH_ENV} not found: {from_env}")
+        return from_env.resolve()
+    for candidate in (Path.cwd() / "extensions_config.json", Path.cwd().parent / "extensions_config.json"):
+        if candidate.is_file():
+            return candidate.resolve()
+    return None
+
+
+def load_extensions_config(path: str | os.PathLike[str] | None = None) -> ExtensionsConfig:
+    """Load and validate the extensions file; an absent optional file gives an empty config.
+
+    ``$VAR`` values are resolved from the environment.
+    """
+    resolved = resolve_extensions_path(path)
+    if resolved is None:
+        return ExtensionsConfig()
+    source = str(resolved)
+    try:
+        raw = json.loads(resolved.read_text(encoding="utf-8") or "{}")
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{source}: invalid JSON: {exc}", path=source) from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: the top level must be an object", path=source)
+    raw = resolve_env_values(raw, source=source)
+    try:
+        return ExtensionsConfig.model_validate(raw)
+    except ValidationError as exc:
+        key = format_loc(exc.errors()[0]["loc"])
+        raise ConfigError(f"{source}: invalid extensions config at {key}: {exc.errors()[0]['msg']}",
+                          key=key, path=source) from exc
+
+
+def save_extensions_config(config: ExtensionsConfig, path: str | os.PathLike[str]) -> Path:
+    """Write ``config`` atomically (temporary file + rename) and return the path."""
+    target = Path(path)
+    atomic_write_text(target, json.dumps(config.to_file_dict(), indent=2, sort_keys=True) + "\n")
+    return target

@@ -1,0 +1,251 @@
+"""Pydantic models of ``config.yaml``.
+
+Every section has defaults, so an empty file (or none at all) is a valid
+configuration. Fields whose description starts with ``startup-only:`` need a
+restart of the process (or the Jupyter server) to take effect; see
+:data:`deerflow_nb.config.reload_boundary.STARTUP_ONLY_FIELDS`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "AppConfig",
+    "DatabaseConfig",
+    "LoopDetectionConfig",
+    "MemoryConfig",
+    "ModelConfig",
+    "ModelPricing",
+    "ReadBeforeWriteConfig",
+    "SandboxConfig",
+    "SkillsConfig",
+    "StreamBridgeConfig",
+    "SubagentsConfig",
+    "SummarizationConfig",
+    "TitleConfig",
+    "TokenUsageConfig",
+    "ToolConfig",
+    "ToolGroupConfig",
+    "ToolOutputBudgetConfig",
+]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ModelPricing(_Section):
+    """Prices in the currency of your choice per million tokens."""
+
+    input_per_million: float = Field(ge=0)
+    output_per_million: float = Field(ge=0)
+    input_cache_hit_per_million: float | None = Field(default=None, ge=0)
+
+
+class ModelConfig(BaseModel):
+    """One ``models[]`` entry: a LangChain chat model class plus its constructor kwargs.
+
+    Keys not listed here are passed to the class as keyword arguments.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str = Field(min_length=1, description="Name used to select the model (model_name).")
+    use: str = Field(min_length=1, description="'package.module:ChatClass' of a LangChain BaseChatModel.")
+    display_name: str | None = None
+    description: str | None = None
+    supports_thinking: bool = False
+    supports_reasoning_effort: bool = False
+    supports_vision: bool = False
+    when_thinking_enabled: dict[str, Any] | None = None
+    pricing: ModelPricing | None = None
+
+    @field_validator("use")
+    @classmethod
+    def _check_use(cls, value: str) -> str:
+        if ":" not in value and "." not in value:
+            raise ValueError("must look like 'package.module:ClassName'")
+        return value
+
+    def model_kwargs(self) -> dict[str, Any]:
+        """The extra keys of this entry: constructor kwargs for the model class."""
+        return dict(self.model_extra or {})
+
+
+class ToolConfig(BaseModel):
+    """One ``tools[]`` entry: a LangChain tool resolved from ``use``."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str = Field(min_length=1)
+    use: str = Field(min_length=1)
+    group: str | None = None
+
+
+class ToolGroupConfig(_Section):
+    """A logical group of tools."""
+
+    name: str = Field(min_length=1)
+
+
+class SandboxConfig(BaseModel):
+    """startup-only: which sandbox provider runs the agent's commands and its limits."""
+
+    model_config = ConfigDict(extra="allow")
+
+    use: str = Field(
+        default="local",
+        description="'local', 'bubblewrap', 'docker' or a 'module:Class' SandboxProvider path.",
+    )
+    bash_command_timeout: int = Field(default=600, gt=0, description="Wall-clock limit per command (s).")
+    network: Literal["none", "host"] = "none"
+    max_output_bytes: int = Field(default=1_000_000, gt=0)
+    memory_mb: int = Field(default=2048, gt=0)
+    pids_limit: int = Field(default=256, gt=0)
+    cpus: float = Field(default=1.0, gt=0)
+    image: str = "deerflow-nb-sandbox:latest"
+    idle_timeout: int = Field(default=600, ge=0)
+    idle_check_interval: int = Field(default=60, gt=0)
+    replicas: int = Field(default=3, ge=0)
+
+
+class SkillsConfig(_Section):
+    """Where skills live on the host and inside the sandbox."""
+
+    path: str | None = Field(default=None, description="Public skills root; default: the packaged skills.")
+    container_path: str = "/mnt/skills"
+    deferred_discovery: bool = False
+
+
+class TitleConfig(_Section):
+    """Automatic thread titles."""
+
+    enabled: bool = True
+    max_words: int = Field(default=6, gt=0)
+    max_chars: int = Field(default=60, gt=0)
+    model_name: str | None = None
+
+
+class SummarizationConfig(_Section):
+    """Context summarization when the conversation grows long."""
+
+    enabled: bool = False
+    model_name: str | None = None
+    trigger_tokens: int = Field(default=60_000, gt=0)
+    trigger_messages: int | None = Field(default=None, gt=0)
+    keep_messages: int = Field(default=10, gt=0)
+
+
+class MemoryConfig(_Section):
+    """Long-term memory."""
+
+    enabled: bool = True
+    mode: Literal["middleware", "tool"] = "middleware"
+    storage_path: str | None = None
+    debounce_seconds: float = Field(default=30, ge=0)
+    shutdown_flush_timeout_seconds: float = Field(default=10, ge=0)
+    model_name: str | None = None
+    max_facts: int = Field(default=100, gt=0)
+    fact_confidence_threshold: float = Field(default=0.7, ge=0, le=1)
+    injection_enabled: bool = True
+    max_injection_tokens: int = Field(default=2000, gt=0)
+
+
+class SubagentsConfig(BaseModel):
+    """Subagent delegation through the ``task`` tool."""
+
+    model_config = ConfigDict(extra="allow")
+
+    enabled: bool = True
+    max_concurrent_subagents: int = 3
+    max_total_per_run: int = 6
+    timeout_seconds: float = Field(default=1800, gt=0)
+    max_turns: int = Field(default=50, gt=0)
+    custom: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class DatabaseConfig(_Section):
+    """startup-only: where threads, runs and checkpoints are stored."""
+
+    backend: Literal["sqlite", "postgres", "memory"] = "sqlite"
+    url: str | None = Field(default=None, description="SQLAlchemy URL; postgresql+asyncpg://... for Postgres.")
+    sqlite_path: str | None = Field(default=None, description="Default: {home}/deerflow.db")
+
+
+class StreamBridgeConfig(_Section):
+    """startup-only: the in-memory event fan-out of running runs."""
+
+    type: Literal["memory"] = "memory"
+    queue_maxsize: int = Field(default=256, gt=0)
+    heartbeat_seconds: float = Field(default=15, gt=0)
+
+
+class TokenUsageConfig(_Section):
+    """Token usage accounting."""
+
+    enabled: bool = True
+
+
+class LoopDetectionConfig(_Section):
+    """Hard-stop repeated identical tool calls."""
+
+    enabled: bool = True
+    warn_threshold: int = Field(default=3, gt=0)
+    hard_limit: int = Field(default=5, gt=0)
+
+
+class ReadBeforeWriteConfig(_Section):
+    """Refuse edits of files the agent has not read in their current version."""
+
+    enabled: bool = True
+
+
+class ToolOutputBudgetConfig(_Section):
+    """Cap tool output before it re-enters the model context."""
+
+    max_chars: int = Field(default=20_000, gt=0)
+
+
+class AppConfig(BaseModel):
+    """The whole ``config.yaml``."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    config_version: int = Field(default=0, ge=0)
+    home: str | None = Field(default=None, description="startup-only: data directory (DEER_FLOW_HOME wins).")
+    log_level: str = Field(default="info", description="startup-only: logging level.")
+    logging: dict[str, Any] = Field(default_factory=dict, description="startup-only: logging options.")
+    models: list[ModelConfig] = Field(default_factory=list)
+    tools: list[ToolConfig] = Field(default_factory=list)
+    tool_groups: list[ToolGroupConfig] = Field(default_factory=list)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    skills: SkillsConfig = Field(default_factory=SkillsConfig)
+    title: TitleConfig = Field(default_factory=TitleConfig)
+    summarization: SummarizationConfig = Field(default_factory=SummarizationConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    subagents: SubagentsConfig = Field(default_factory=SubagentsConfig)
+    database: DatabaseConfig = Field(default_factory=DatabaseConfig)
+    checkpointer: dict[str, Any] | None = Field(default=None, description="startup-only: deprecated.")
+    run_events: dict[str, Any] = Field(default_factory=dict, description="startup-only: run journal options.")
+    stream_bridge: StreamBridgeConfig = Field(default_factory=StreamBridgeConfig)
+    token_usage: TokenUsageConfig = Field(default_factory=TokenUsageConfig)
+    loop_detection: LoopDetectionConfig = Field(default_factory=LoopDetectionConfig)
+    read_before_write: ReadBeforeWriteConfig = Field(default_factory=ReadBeforeWriteConfig)
+    tool_output_budget: ToolOutputBudgetConfig = Field(default_factory=ToolOutputBudgetConfig)
+
+    @field_validator("models")
+    @classmethod
+    def _unique_model_names(cls, models: list[ModelConfig]) -> list[ModelConfig]:
+        seen: set[str] = set()
+        for model in models:
+            if model.name in seen:
+                raise ValueError(f"duplicate model name {model.name!r}")
+            seen.add(model.name)
+        return models
+
+    def get_model_config(self, name: str) -> ModelConfig | None:
+        """The ``models[]`` entry called ``name``, or ``None``."""
+        return next((m for m in self.models if m.name == name), None)

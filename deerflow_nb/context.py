@@ -1,0 +1,37 @@
+"""The per-run context object passed to the graph as LangGraph ``context``.
+
+It is never checkpointed: secrets and live objects (the sandbox provider) can
+travel here without reaching state, events or run records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from deerflow_nb.config.paths import Paths
+    from deerflow_nb.config.schema import AppConfig
+    from deerflow_nb.sandbox.base import SandboxProvider
+
+__all__ = ["RunContext"]
+
+
+@dataclass
+class RunContext:
+    """Everything a middleware or tool may need about the current run."""
+
+    thread_id: str | None = None
+    user_id: str = "default"
+    run_id: str | None = None
+    app_config: AppConfig | None = None
+    paths: Paths | None = None
+    sandbox_provider: SandboxProvider | None = None
+    model_name: str | None = None
+    thinking_enabled: bool = False
+    plan_mode: bool = False
+    subagent_enabled: bool = False
+    #: Request-scoped secrets (skills' ``required-secrets``); never stored.
+    secrets: dict[str, str] = field(default_factory=dict, repr=False)
+    #: Free-form extras for plug-ins (skills, memory, subagents).
+    extra: dict[str, Any] = field(default_factory=dict)

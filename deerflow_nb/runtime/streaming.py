@@ -1,0 +1,144 @@
+"""Turn LangGraph's ``values`` / ``messages`` / ``custom`` stream into :class:`StreamEvent`s.
+
+Invariants (tested): AI text arrives as per-id deltas whose concatenation equals the
+final text; each tool call and each tool result is emitted once; ``values``
+snapshots never carry AI text that was already streamed; ``end`` carries usage
+counted once per message id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from deerflow_nb.runtime.events import StreamEvent
+from deerflow_nb.runtime.serialize import message_text, serialize_message, serialize_state
+
+__all__ = ["StreamConverter"]
+
+
+class StreamConverter:
+    """Stateful converter for one run."""
+
+    def __init__(self) -> None:
+        self.known_ids: set[str] | None = None  # messages that existed before the run
+        self.streamed: dict[str, str] = {}  # AI message id -> text delivered so far
+        self.tool_calls_sent: set[str] = set()
+        self.tool_results_sent: set[str] = set()
+        self.final_state: dict[str, Any] = {}
+
+    # -- messages mode -------------------------------------------------------------
+    def _text_delta(self, message_id: str, full_or_delta: str, *, is_delta: bool) -> StreamEvent | None:
+        sent = self.streamed.get(message_id, "")
+        if is_delta:
+            delta = full_or_delta
+        elif full_or_delta.startswith(sent):
+            delta = full_or_delta[len(sent):]
+        else:  # the final text was rewritten by a middleware; deliver only what extends it
+            return None
+        if not delta:
+            return None
+        self.streamed[message_id] = sent + delta
+        return StreamEvent("messages-tuple", {"type": "ai", "id": message_id, "content": delta})
+
+    def _tool_call_event(self, message: AIMessage) -> StreamEvent | None:
+        if not message.tool_calls or not message.id or message.id in self.tool_calls_sent:
+            return None
+        self.tool_calls_sent.add(message.id)
+        data = serialize_message(message)
+        data["content"] = ""
+        return StreamEvent("messages-tuple", data)
+
+    def _tool_result_event(self, message: ToolMessage) -> StreamEvent | None:
+        key = message.tool_call_id or message.id or ""
+        if key in self.tool_results_sent:
+            return None
+        self.tool_results_sent.add(key)
+        return StreamEvent("messages-tuple", serialize_message(message))
+
+    def _on_message(self, message: BaseMessage) -> Iterator[StreamEvent]:
+        if self.known_ids is not None and message.id in self.known_ids:
+            return
+        if isinstance(message, AIMessage) and message.id:
+            is_delta = message.__class__.__name__ == "AIMessageChunk"
+            event = self._text_delta(message.id, message_text(message), is_delta=is_delta)
+            if event:
+                yield event
+        elif isinstance(message, ToolMessage):
+            event = self._tool_result_event(message)
+            if event:
+                yield event
+
+    # -- values mode ---------------------------------------------------------------
+    def _on_values(self, state: dict[str, Any]) -> Iterator[StreamEvent]:
+        messages: list[BaseMessage] = list(state.get("messages", []))
+        if self.known_ids is None:
+            self.known_ids = {m.id for m in messages if m.id}
+        for message in messages:
+            if message.id in self.known_ids:
+                continue
+            if isinstance(message, AIMessage) and message.id:
+                event = self._text_delta(message.id, message_text(message), is_delta=False)
+                if event:
+                    yield event
+                event = self._tool_call_event(message)
+                if event:
+                    yield event
+            elif isinstance(message, ToolMessage):
+                event = self._tool_result_event(message)
+                if event:
+                    yield event
+        self.final_state = state
+        yield StreamEvent("values", serialize_state(state, streamed_ids=set(self.streamed)))
+
+    def feed(self, mode: str, chunk: Any) -> Iterator[StreamEvent]:
+        """Events for one ``(mode, chunk)`` item of ``graph.astream``."""
+        if mode == "messages":
+            message, _meta = chunk
+            yield from self._on_message(message)
+        elif mode == "values":
+            yield from self._on_values(chunk)
+        elif mode == "custom":
+            yield StreamEvent("custom", chunk)
+
+    # -- results -------------------------------------------------------------------
+    def run_messages(self) -> list[BaseMessage]:
+        """Messages added by this run."""
+        known = self.known_ids or set()
+        return [m for m in self.final_state.get("messages", []) if m.id not in known]
+
+    def usage(self) -> dict[str, int]:
+        """Token usage of this run's AI messages, once per message id."""
+        total = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+        seen: set[str] = set()
+        for m in self.run_messages():
+            if isinstance(m, AIMessage) and m.usage_metadata and m.id not in seen:
+                seen.add(m.id or "")
+                total["input_tokens"] += m.usage_metadata.get("input_tokens", 0)
+                total["output_tokens"] += m.usage_metadata.get("output_tokens", 0)
+                total["total_tokens"] += m.usage_metadata.get("total_tokens", 0)
+        return total
+
+    def final_text(self) -> str:
+        """Text of the last AI message of the run (empty if none)."""
+        for m in reversed(self.run_messages()):
+            if isinstance(m, AIMessage):
+                return message_text(m)
+        return ""
+
+    def pending_input(self) -> dict[str, Any] | None:
+        """The ``human_input`` request that ended the run, if any."""
+        messages = self.final_state.get("messages", [])
+        return pending_input_of(messages)
+
+
+def pending_input_of(messages: list[BaseMessage]) -> dict[str, Any] | None:
+    """The open human-input request at the end of ``messages``, or ``None``."""
+    if not messages:
+        return None
+    last = messages[-1]
+    if isinstance(last, ToolMessage) and isinstance(last.artifact, dict) and "human_input" in last.artifact:
+        return dict(last.artifact["human_input"])
+    return None

@@ -1,0 +1,1 @@
+"""Jupyter server extension `deerflow` (gateway routes and run manager)."""

@@ -1,0 +1,43 @@
+"""Shared fixtures: every test runs with an isolated home, config search path and environment."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from deerflow_nb.config import reset_app_config
+
+_LEAKY_ENV = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "DEER_FLOW_CONFIG_PATH",
+    "DEER_FLOW_EXTENSIONS_CONFIG_PATH",
+    "DEER_FLOW_HOME",
+    "JUPYTERHUB_USER",
+    "JUPYTERHUB_API_TOKEN",
+)
+
+
+@pytest.fixture(autouse=True)
+def _isolate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Fresh home, empty cwd (no config.yaml found by search), no leaked credentials."""
+    for name in _LEAKY_ENV:
+        monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "home"
+    home.mkdir()
+    work = tmp_path / "work" / "cwd"
+    work.mkdir(parents=True)
+    monkeypatch.setenv("DEER_FLOW_HOME", str(home))
+    monkeypatch.chdir(work)
+    reset_app_config()
+    yield
+    reset_app_config()
+
+
+@pytest.fixture
+def home() -> Path:
+    """The isolated DEER_FLOW_HOME of this test."""
+    return Path(os.environ["DEER_FLOW_HOME"])
