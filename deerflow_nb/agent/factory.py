@@ -35,6 +35,7 @@ from deerflow_nb.agent.middlewares import (
     UploadsMiddleware,
     ViewImageMiddleware,
 )
+from deerflow_nb.agent.middlewares.chain import MiddlewareChain
 from deerflow_nb.agent.middlewares.dynamic_context import ContextProvider
 from deerflow_nb.agent.prompt import build_system_prompt
 from deerflow_nb.agent.state import ThreadState
@@ -139,7 +140,8 @@ def make_lead_agent(
         model,
         tools=_prepare_tools(tools),
         system_prompt=build_system_prompt(prompt_sections),
-        middleware=build_middlewares(config, options, slots=slots, context_providers=context_providers),
+        middleware=[MiddlewareChain(build_middlewares(config, options, slots=slots,
+                                                      context_providers=context_providers))],
         state_schema=ThreadState,
         context_schema=RunContext,
         checkpointer=checkpointer,

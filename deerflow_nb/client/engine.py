@@ -159,7 +159,7 @@ class EmbeddedEngine:
         return message.model_copy(update={"id": message.id or str(uuid.uuid4()), "additional_kwargs": kwargs})
 
     async def start_run(self, thread_id: str, message: str | HumanMessage, options: RunOptions,
-                        secrets: dict[str, str] | None = None) -> RunRecord:
+                        secrets: dict[str, str] | None = None, *, stream_tokens: bool = True) -> RunRecord:
         """Start a background run on ``thread_id``; returns at once."""
         store = await self.store()
         await store.create_or_get_thread(thread_id, self.user_id)
@@ -181,7 +181,8 @@ class EmbeddedEngine:
 
         async def body(record: RunRecord) -> AsyncIterator[StreamEvent]:
             title = None
-            async for event in execute_run(graph, graph_input, context=context, config=config):
+            async for event in execute_run(graph, graph_input, context=context, config=config,
+                                           stream_tokens=stream_tokens):
                 if event.type == "values":
                     title = event.data.get("title") or title
                 yield event

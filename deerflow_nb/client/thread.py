@@ -85,9 +85,10 @@ class Thread:
 
     # -- runs ----------------------------------------------------------------------
     async def _astart(self, message: str | HumanMessage, options: Mapping[str, Any],
-                      secrets: Mapping[str, str] | None) -> Run:
+                      secrets: Mapping[str, str] | None, *, stream_tokens: bool = True) -> Run:
         opts = self._client._defaults.merged(**options)
-        record = await self._engine.start_run(self.id, message, opts, dict(secrets or {}))
+        record = await self._engine.start_run(self.id, message, opts, dict(secrets or {}),
+                                              stream_tokens=stream_tokens)
         return Run(record, self._engine.runs, self._loop)
 
     def start(self, message: str, *, secrets: Mapping[str, str] | None = None, **options: Any) -> Run:
@@ -113,7 +114,7 @@ class Thread:
 
     async def _achat(self, message: str | HumanMessage, responses: Responses | None,
                      options: Mapping[str, Any], secrets: Mapping[str, str] | None) -> str:
-        run = await self._astart(message, options, secrets)
+        run = await self._astart(message, options, secrets, stream_tokens=False)
         text = await run.await_result()
         for _ in range(MAX_HEADLESS_ROUNDS):
             request = run.pending_input
@@ -122,7 +123,8 @@ class Thread:
             answer = headless_answer(request, responses) if responses is not None else None
             if answer is None:
                 raise HumanInputRequired(request, thread_id=self.id)
-            run = await self._astart(build_response_message(request, answer), options, secrets)
+            run = await self._astart(build_response_message(request, answer), options, secrets,
+                                     stream_tokens=False)
             text = await run.await_result()
         raise UsageError(f"gave up after {MAX_HEADLESS_ROUNDS} rounds of human-input requests")
 

@@ -29,8 +29,13 @@ async def execute_run(
     config: dict[str, Any],
     durability: str = "async",
     converter: StreamConverter | None = None,
+    stream_tokens: bool = True,
 ) -> AsyncIterator[StreamEvent]:
     """Run ``graph`` on ``graph_input`` and yield events, ending with ``end`` or ``error``.
+
+    With ``stream_tokens=False`` (a blocking ``chat``), LangGraph's ``messages`` mode is
+    skipped: each AI message's text then arrives as one delta when its step completes,
+    which saves the per-token callback cost nobody would consume.
 
     Cancellation (``asyncio.CancelledError``) propagates to the caller after the
     graph stops; the checkpoint keeps what was completed.
@@ -38,7 +43,11 @@ async def execute_run(
     converter = converter or StreamConverter()
     try:
         async for mode, chunk in graph.astream(
-            graph_input, config=config, context=context, stream_mode=STREAM_MODES, durability=durability
+            graph_input,
+            config=config,
+            context=context,
+            stream_mode=STREAM_MODES if stream_tokens else ["values", "custom"],
+            durability=durability,
         ):
             for event in converter.feed(mode, chunk):
                 yield event

@@ -44,7 +44,13 @@ class UploadsMiddleware(ModelCallMiddleware):
         if ctx.paths is None or not ctx.thread_id:
             return []
         folder = ctx.paths.user_data_dir(ctx.user_id, ctx.thread_id) / "uploads"
-        return list_upload_entries(str(folder))
+        entries = list_upload_entries(str(folder))
+        ctx.extra["uploads_scan"] = entries
+        return entries
+
+    def _cached(self, request: ModelRequest) -> list[dict[str, Any]] | None:
+        # Uploads arrive between turns, so one scan per run is enough.
+        return context_of(request).extra.get("uploads_scan")
 
     def _apply(self, request: ModelRequest, current: list[dict[str, Any]]) -> tuple[ModelRequest, list | None]:
         known = list(request.state.get("uploaded_files") or [])
@@ -71,12 +77,16 @@ class UploadsMiddleware(ModelCallMiddleware):
 
     def wrap_model_call(self, request: ModelRequest, handler: Any) -> ModelCallResult:
         """Inject the note, call the model, record newly announced files."""
-        request, update = self._apply(request, self._scan(request))
+        scan = self._cached(request)
+        request, update = self._apply(request, scan if scan is not None else self._scan(request))
         response: ModelResponse = handler(request)
         return with_update(response, {"uploaded_files": update} if update else None)
 
     async def awrap_model_call(self, request: ModelRequest, handler: Any) -> ModelCallResult:
         """Async twin: the folder scan runs in a thread."""
-        request, update = self._apply(request, await run_blocking(self._scan, request))
+        scan = self._cached(request)
+        if scan is None:
+            scan = await run_blocking(self._scan, request)
+        request, update = self._apply(request, scan)
         response: ModelResponse = await handler(request)
         return with_update(response, {"uploaded_files": update} if update else None)

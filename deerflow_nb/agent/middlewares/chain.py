@@ -1,0 +1,119 @@
+"""Run many middlewares' wrapping hooks as one LangChain middleware.
+
+LangChain wraps every middleware hook in a LangSmith ``traceable`` span; in async
+runs each span costs two thread-pool hops and a task, whether or not tracing is on.
+With twenty middlewares that dominated a turn. ``MiddlewareChain`` keeps one class
+per concern (each testable on its own) but presents a single ``wrap_model_call`` and
+a single ``wrap_tool_call`` to the agent, nesting the members in list order (the
+first is outermost), exactly as ``create_agent`` would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+from langchain.agents.middleware.types import ExtendedModelResponse, ModelCallResult
+from langchain_core.messages import AIMessage
+from langgraph.types import Command
+
+__all__ = ["MiddlewareChain", "merge_updates"]
+
+
+def _overrides(member: AgentMiddleware, name: str) -> bool:
+    return getattr(type(member), name) is not getattr(AgentMiddleware, name)
+
+
+def merge_updates(commands: Sequence[Command]) -> dict[str, Any]:
+    """Merge state updates: ``messages`` lists concatenate, other keys: the outer (later) one wins."""
+    merged: dict[str, Any] = {}
+    for command in commands:
+        for key, value in (command.update or {}).items():
+            if key == "messages" and key in merged:
+                merged[key] = [*merged[key], *value]
+            else:
+                merged[key] = value
+    return merged
+
+
+def _split(result: ModelCallResult, commands: list[Command]) -> ModelResponse:
+    if isinstance(result, ExtendedModelResponse):
+        if result.command is not None:
+            commands.append(result.command)
+        return result.model_response
+    if isinstance(result, AIMessage):
+        return ModelResponse(result=[result])
+    return result
+
+
+def _join(response: ModelResponse, commands: list[Command]) -> ModelCallResult:
+    if not commands:
+        return response
+    return ExtendedModelResponse(model_response=response, command=Command(update=merge_updates(commands)))
+
+
+class MiddlewareChain(AgentMiddleware):
+    """One middleware standing for an ordered list of members (first = outermost)."""
+
+    def __init__(self, members: Sequence[AgentMiddleware], name: str = "DeerFlowMiddlewareChain") -> None:
+        super().__init__()
+        self.members = list(members)
+        self._name = name
+        for member in self.members:
+            for hook in ("before_agent", "before_model", "after_model", "after_agent"):
+                if _overrides(member, hook) or _overrides(member, "a" + hook):
+                    raise TypeError(f"{type(member).__name__}.{hook} cannot run inside a MiddlewareChain")
+        self.tools = [tool for member in self.members for tool in getattr(member, "tools", []) or []]
+        self._model = [m for m in self.members
+                       if _overrides(m, "wrap_model_call") or _overrides(m, "awrap_model_call")]
+        self._tool = [m for m in self.members if _overrides(m, "wrap_tool_call") or _overrides(m, "awrap_tool_call")]
+
+    @property
+    def name(self) -> str:
+        """The name LangChain shows for this middleware."""
+        return self._name
+
+    def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+                        ) -> ModelCallResult:
+        """Nest the members' model hooks around ``handler``."""
+        commands: list[Command] = []
+
+        def call(index: int, req: ModelRequest) -> ModelResponse:
+            if index == len(self._model):
+                return handler(req)
+            return _split(self._model[index].wrap_model_call(req, lambda r: call(index + 1, r)), commands)
+
+        return _join(call(0, request), commands)
+
+    async def awrap_model_call(self, request: ModelRequest,
+                               handler: Callable[[ModelRequest], Awaitable[ModelResponse]]) -> ModelCallResult:
+        """Async twin of :meth:`wrap_model_call`."""
+        commands: list[Command] = []
+
+        async def call(index: int, req: ModelRequest) -> ModelResponse:
+            if index == len(self._model):
+                return await handler(req)
+            return _split(await self._model[index].awrap_model_call(req, lambda r: call(index + 1, r)), commands)
+
+        return _join(await call(0, request), commands)
+
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        """Nest the members' tool hooks around ``handler``."""
+
+        def call(index: int, req: Any) -> Any:
+            if index == len(self._tool):
+                return handler(req)
+            return self._tool[index].wrap_tool_call(req, lambda r: call(index + 1, r))
+
+        return call(0, request)
+
+    async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        """Async twin of :meth:`wrap_tool_call`."""
+
+        async def call(index: int, req: Any) -> Any:
+            if index == len(self._tool):
+                return await handler(req)
+            return await self._tool[index].awrap_tool_call(req, lambda r: call(index + 1, r))
+
+        return await call(0, request)
