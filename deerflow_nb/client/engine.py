@@ -14,6 +14,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
 from deerflow_nb.agent import AgentOptions, make_lead_agent
+from deerflow_nb.client.plugins import AgentPlugin
 from deerflow_nb.config import AppConfig, Paths, get_app_config, load_config, resolve_home, validate_id
 from deerflow_nb.context import RunContext
 from deerflow_nb.errors import UsageError
@@ -75,6 +76,7 @@ class EmbeddedEngine:
         self._store_lock: asyncio.Lock | None = None
         self._graphs: dict[tuple[Any, ...], Any] = {}
         self.runs = LocalRunManager()
+        self.plugins: list[AgentPlugin] = []
 
     # -- resources -----------------------------------------------------------------
     @property
@@ -108,6 +110,11 @@ class EmbeddedEngine:
         if self._store is not None:
             await self._store.aclose()
             self._store = None
+        for plugin in self.plugins:
+            try:
+                await plugin.aclose()
+            except Exception as exc:  # closing must go on for the others
+                logger.warning("plugin %s failed to close: %s", type(plugin).__name__, exc)
         if self._sandbox_provider is not None:
             await asyncio.to_thread(self._sandbox_provider.shutdown)
 
@@ -130,19 +137,37 @@ class EmbeddedEngine:
         config = self.config
         model, name, vision = self.resolve_model(options)
         key = (id(config), name, id(model) if name is None else None, options.thinking_enabled,
-               options.plan_mode, options.subagent_enabled, vision)
+               options.plan_mode, options.subagent_enabled, vision, tuple(p.cache_key() for p in self.plugins))
         graph = self._graphs.get(key)
         if graph is None:
             agent_options = AgentOptions(model_name=name, thinking_enabled=options.thinking_enabled,
                                          plan_mode=options.plan_mode, subagent_enabled=options.subagent_enabled,
                                          supports_vision=vision)
-            graph = await asyncio.to_thread(
-                lambda: make_lead_agent(model, config=config, options=agent_options, checkpointer=store.checkpointer)
-            )
+            graph = await asyncio.to_thread(self._build_graph, model, config, agent_options, store)
             if len(self._graphs) > 16:
                 self._graphs.clear()
             self._graphs[key] = graph
         return graph, name
+
+    def _build_graph(self, model: BaseChatModel, config: AppConfig, options: AgentOptions, store: Store) -> Any:
+        from deerflow_nb.tools import get_available_tools
+
+        slots: dict[str, list[Any]] = {}
+        tools = list(get_available_tools(config, supports_vision=options.supports_vision))
+        sections: list[str] = []
+        providers: list[Any] = []
+        for plugin in self.plugins:
+            for slot, members in plugin.middlewares(config, options).items():
+                slots.setdefault(slot, []).extend(members)
+            tools += plugin.tools(config, options)
+            sections += plugin.prompt_sections(config, options)
+            providers += plugin.context_providers(config, options)
+        return make_lead_agent(model, config=config, options=options, tools=tools, checkpointer=store.checkpointer,
+                               slots=slots, prompt_sections=sections, context_providers=providers)
+
+    def invalidate(self) -> None:
+        """Forget compiled graphs (after a skill, MCP or memory-mode change)."""
+        self._graphs.clear()
 
     # -- runs ----------------------------------------------------------------------
     def new_input(self, text: str | HumanMessage, run_id: str) -> HumanMessage:
@@ -179,14 +204,27 @@ class EmbeddedEngine:
             "recursion_limit": options.recursion_limit,
         }
 
+        for plugin in self.plugins:
+            await plugin.prepare_run(context)
+
         async def body(record: RunRecord) -> AsyncIterator[StreamEvent]:
             title = None
-            async for event in execute_run(graph, graph_input, context=context, config=config,
-                                           stream_tokens=stream_tokens):
-                if event.type == "values":
-                    title = event.data.get("title") or title
-                yield event
-            await store.touch(thread_id, title=title)
+            status = "error"
+            try:
+                async for event in execute_run(graph, graph_input, context=context, config=config,
+                                               stream_tokens=stream_tokens):
+                    if event.type == "values":
+                        title = event.data.get("title") or title
+                    elif event.type == "end":
+                        status = "success"
+                    yield event
+            finally:
+                await store.touch(thread_id, title=title)
+                for plugin in self.plugins:
+                    try:
+                        await plugin.finish_run(context, status)
+                    except Exception as exc:
+                        logger.warning("plugin %s failed after run %s: %s", type(plugin).__name__, run_id, exc)
 
         return self.runs.start(thread_id, body, run_id=run_id)
 

@@ -12,6 +12,10 @@ from langchain_core.language_models import BaseChatModel
 
 from deerflow_nb.client.engine import EmbeddedEngine, RunOptions
 from deerflow_nb.client.loop import BackgroundLoop
+from deerflow_nb.client.mixins.extensions import ExtensionsMixin
+from deerflow_nb.client.mixins.memory import MemoryMixin
+from deerflow_nb.client.mixins.skills import SkillsMixin
+from deerflow_nb.client.mixins.ui import UiMixin
 from deerflow_nb.client.thread import Thread
 from deerflow_nb.config import validate_id
 from deerflow_nb.errors import UsageError
@@ -22,7 +26,7 @@ __all__ = ["DeerFlow"]
 _LIVE: weakref.WeakSet[DeerFlow] = weakref.WeakSet()
 
 
-class DeerFlow:
+class DeerFlow(SkillsMixin, MemoryMixin, ExtensionsMixin, UiMixin):
     """The DeerFlow agent, embedded in this process.
 
     Args:
@@ -54,6 +58,7 @@ class DeerFlow:
         self._engine = EmbeddedEngine(config_path=config_path, model=model, defaults=self._defaults, home=home,
                                       user_id=user_id, persistence=persistence, sandbox_provider=sandbox)
         self._loop = BackgroundLoop()
+        self._engine.plugins = self._make_plugins()
         _LIVE.add(self)
 
     def __repr__(self) -> str:

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from deerflow_nb.agent.human_input import summarize_form_answer, validate_form_answer
+from deerflow_nb.client.mixins.thread_files import ThreadFilesMixin
+from deerflow_nb.client.mixins.thread_ui import ThreadUiMixin
 from deerflow_nb.client.run import Run
 from deerflow_nb.errors import HumanInputRequired, UsageError
 from deerflow_nb.runtime import StreamEvent, pending_input_of
@@ -65,7 +67,7 @@ def headless_answer(request: dict[str, Any], responses: Responses) -> Any:
     return None
 
 
-class Thread:
+class Thread(ThreadFilesMixin, ThreadUiMixin):
     """A conversation thread. Sync methods work inside a running kernel; ``a*`` twins are awaitable."""
 
     def __init__(self, client: DeerFlow, thread_id: str) -> None:
