@@ -49,7 +49,8 @@ def resolve_variable(path: str) -> Any:
         missing = (exc.name or module_name).split(".")[0]
         hint = INSTALL_HINTS.get(missing)
         extra = f"; install it with: {hint}" if hint else ""
-        raise ConfigError(f"cannot import {path!r}: module {exc.name or module_name!r} is not installed{extra}") from exc
+        missing_name = exc.name or module_name
+        raise ConfigError(f"cannot import {path!r}: module {missing_name!r} is not installed{extra}") from exc
     obj: Any = module
     for part in attr.split("."):
         try:

@@ -96,7 +96,7 @@ class DeerFlow(SkillsMixin, MemoryMixin, ExtensionsMixin, UiMixin):
         return [r.to_dict() for r in await store.list_threads(self.user_id, limit)]
 
     def threads(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """This user's threads, most recently active first, with titles."""
+        """The threads of this user,, most recently active first, with titles."""
         return self._loop.run(self._athreads(limit), method="DeerFlow.threads")
 
     async def athreads(self, limit: int | None = None) -> list[dict[str, Any]]:

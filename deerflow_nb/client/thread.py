@@ -62,7 +62,7 @@ def headless_answer(request: dict[str, Any], responses: Responses) -> Any:
         names = {f["name"] for f in request.get("fields", [])}
         return {k: v for k, v in responses.items() if k in names}
     for key in (request.get("question"), request.get("clarification_type"), "*"):
-        if key in responses:
+        if isinstance(key, str) and key in responses:
             return responses[key]
     return None
 

@@ -109,7 +109,7 @@ class Store:
         await self._conn.commit()
 
     async def list_threads(self, user_id: str, limit: int | None = None) -> list[ThreadRecord]:
-        """This user's threads, most recently updated first."""
+        """The threads of this user,, most recently updated first."""
         if self._conn is None:
             rows = sorted((r for r in self._memory.values() if r.user_id == user_id),
                           key=lambda r: r.updated_at, reverse=True)

@@ -8,6 +8,7 @@ from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from deerflow_nb.agent.middlewares import (
     ClarificationMiddleware,
@@ -42,7 +43,6 @@ from deerflow_nb.config.schema import SummarizationConfig, TitleConfig
 from deerflow_nb.context import RunContext
 from deerflow_nb.sandbox import LocalSandboxProvider
 from deerflow_nb.testing import ScriptedChatModel
-from langgraph.types import Command
 
 
 def make_request(messages, state=None, context=None, system="You are DeerFlow."):

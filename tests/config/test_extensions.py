@@ -2,7 +2,12 @@ import json
 
 import pytest
 
-from deerflow_nb.config import ExtensionsConfig, load_extensions_config, resolve_extensions_path, save_extensions_config
+from deerflow_nb.config import (
+    ExtensionsConfig,
+    load_extensions_config,
+    resolve_extensions_path,
+    save_extensions_config,
+)
 from deerflow_nb.errors import ConfigError
 
 

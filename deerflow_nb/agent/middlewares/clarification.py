@@ -30,8 +30,10 @@ def clarification_message(tool_call: dict[str, Any]) -> ToolMessage:
 
 
 class ClarificationMiddleware(AgentMiddleware):
-    """Must be last. The ``ask_clarification`` tool is bound with ``return_direct=True``,
-    so the graph ends after this message and the thread waits for ``respond()``.
+    """Must be last in the chain.
+
+    The ``ask_clarification`` tool is bound with ``return_direct=True``, so the graph
+    ends after this message and the thread waits for ``respond()``.
     """
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from langchain.agents.middleware import ModelRequest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -16,7 +17,7 @@ PLACEHOLDER = "[This tool call was interrupted and did not return a result.]"
 _NAME_RE = re.compile(r"[^A-Za-z0-9_-]")
 
 
-def _clean_call(call: dict) -> dict:
+def _clean_call(call: Any) -> Any:
     name = _NAME_RE.sub("_", str(call.get("name") or "unknown_tool"))[:64] or "unknown_tool"
     args = call.get("args")
     if not isinstance(args, dict):
@@ -53,4 +54,6 @@ class DanglingToolCallMiddleware(ModelCallMiddleware):
     def prepare(self, request: ModelRequest) -> ModelRequest:
         """Patch dangling calls in the request messages."""
         patched = patch_dangling(list(request.messages))
-        return request.override(messages=patched) if patched != list(request.messages) else request
+        if patched == list(request.messages):
+            return request
+        return request.override(messages=patched)  # type: ignore[arg-type]

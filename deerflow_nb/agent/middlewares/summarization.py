@@ -73,7 +73,7 @@ class SummarizationMiddleware(ModelCallMiddleware):
 
     def wrap_model_call(self, request: ModelRequest, handler: Any) -> ModelCallResult:
         """Summarize if needed, then call the model on the compacted request."""
-        summary = request.state.get("summary_text")
+        summary: str | None = request.state.get("summary_text")  # type: ignore[assignment]
         messages = list(request.messages)
         update = None
         if self._triggered(messages):
@@ -88,7 +88,7 @@ class SummarizationMiddleware(ModelCallMiddleware):
 
     async def awrap_model_call(self, request: ModelRequest, handler: Any) -> ModelCallResult:
         """Async twin of :meth:`wrap_model_call`."""
-        summary = request.state.get("summary_text")
+        summary: str | None = request.state.get("summary_text")  # type: ignore[assignment]
         messages = list(request.messages)
         update = None
         if self._triggered(messages):

@@ -31,4 +31,4 @@ class SystemMessageCoalescingMiddleware(ModelCallMiddleware):
         parts = ([_text(request.system_message)] if request.system_message else []) + [_text(m) for m in extra]
         merged = SystemMessage(content="\n\n".join(p for p in parts if p))
         rest = [m for m in request.messages if not isinstance(m, SystemMessage)]
-        return request.override(system_message=merged, messages=rest)
+        return request.override(system_message=merged, messages=rest)  # type: ignore[arg-type]

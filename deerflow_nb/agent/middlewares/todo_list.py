@@ -42,6 +42,7 @@ def write_todos(todos: list[TodoItem], tool_call_id: Annotated[str, InjectedTool
 
     Args:
         todos: The full list of tasks, each with content and status (pending, in_progress, completed).
+        tool_call_id: Injected by the runtime.
     """
     raw = [t.model_dump() if isinstance(t, BaseModel) else dict(t) for t in todos]
     try:
@@ -62,7 +63,7 @@ class TodoListMiddleware(ModelCallMiddleware):
 
     def prepare(self, request: ModelRequest) -> ModelRequest:
         """Append the plan-mode instructions (and current todos) as a system message."""
-        todos = request.state.get("todos") or []
+        todos: list[dict[str, Any]] = list(request.state.get("todos") or [])  # type: ignore[call-overload]
         text = PLAN_MODE_PROMPT
         if todos:
             lines = "\n".join(f"- [{t['status']}] {t['content']}" for t in todos)

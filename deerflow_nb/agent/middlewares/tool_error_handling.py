@@ -24,8 +24,9 @@ def _stamp_message(message: Any, source: str) -> Any:
 
     if not isinstance(message, ToolMessage) or "deerflow_tool_meta" in message.additional_kwargs:
         return message
-    status = "error" if message.status == "error" else "success"
-    return normalize_tool_result(message, status=status, source=source)
+    if message.status == "error":
+        return normalize_tool_result(message, status="error", source=source)
+    return normalize_tool_result(message, status="success", source=source)
 
 
 def stamp_result(result: Any, source: str = "builtin") -> Any:

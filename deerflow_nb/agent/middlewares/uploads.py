@@ -53,7 +53,7 @@ class UploadsMiddleware(ModelCallMiddleware):
         return context_of(request).extra.get("uploads_scan")
 
     def _apply(self, request: ModelRequest, current: list[dict[str, Any]]) -> tuple[ModelRequest, list | None]:
-        known = list(request.state.get("uploaded_files") or [])
+        known: list[dict[str, Any]] = list(request.state.get("uploaded_files") or [])  # type: ignore[call-overload]
         known_names = {f["filename"] for f in known}
         human = next((m for m in reversed(request.messages) if isinstance(m, HumanMessage)), None)
         new = [f for f in current if f["filename"] not in known_names]

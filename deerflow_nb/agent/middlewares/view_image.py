@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from langchain.agents.middleware import ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ModelCallResult
 from langchain_core.messages import HumanMessage
@@ -22,10 +24,10 @@ class ViewImageMiddleware(ModelCallMiddleware):
 
     def prepare(self, request: ModelRequest) -> ModelRequest:
         """Attach the pending images."""
-        images = request.state.get("viewed_images") or {}
+        images: dict[str, Any] = dict(request.state.get("viewed_images") or {})  # type: ignore[call-overload]
         if not images:
             return request
-        blocks: list[dict] = [{"type": "text", "text": "Here are the images you asked to view:"}]
+        blocks: list[str | dict[Any, Any]] = [{"type": "text", "text": "Here are the images you asked to view:"}]
         for path, image in images.items():
             blocks.append({"type": "text", "text": path})
             blocks.append({"type": "image_url", "image_url": {
