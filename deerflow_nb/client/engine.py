@@ -1,8 +1,14 @@
-"""The embedded engine: config, model, sandbox, persistence and runs, on the private loop."""
+"""The engine: config, model, sandbox, persistence and runs, on one (private) loop.
+
+The embedded client and the Jupyter server extension both drive runs through an
+engine; the extension passes the requesting ``user_id`` to every call.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import hashlib
 import logging
 import uuid
 from collections.abc import AsyncIterator
@@ -18,9 +24,9 @@ from deerflow_nb.client.plugins import AgentPlugin
 from deerflow_nb.config import AppConfig, Paths, get_app_config, load_config, resolve_home, validate_id
 from deerflow_nb.context import RunContext
 from deerflow_nb.errors import UsageError
-from deerflow_nb.persistence import Store, open_store
-from deerflow_nb.runtime import StreamEvent, execute_run
-from deerflow_nb.runtime.local_runs import LocalRunManager, RunRecord
+from deerflow_nb.persistence import Store, open_store, resolve_database
+from deerflow_nb.runtime import RunManager, RunRecord, StreamBridge, StreamEvent, agent_run
+from deerflow_nb.runtime.worker import capture_rollback_point, restore_rollback_point
 from deerflow_nb.sandbox import SandboxProvider
 
 __all__ = ["EmbeddedEngine", "RunOptions"]
@@ -37,6 +43,7 @@ class RunOptions:
     plan_mode: bool = False
     subagent_enabled: bool = False
     recursion_limit: int = 100
+    timeout: float | None = None
 
     def merged(self, **overrides: Any) -> RunOptions:
         """A copy with the non-``None`` overrides applied (unknown names are an error)."""
@@ -48,7 +55,7 @@ class RunOptions:
 
 
 class EmbeddedEngine:
-    """Everything the embedded client needs; all coroutines run on one (private) loop."""
+    """Everything a client needs; all coroutines run on one loop (the client's private loop)."""
 
     def __init__(
         self,
@@ -68,14 +75,21 @@ class EmbeddedEngine:
         self.model = model
         self.defaults = defaults
         self.persistence = persistence or startup.database.backend
-        if self.persistence not in {"sqlite", "memory"}:
-            raise UsageError(f"persistence must be 'sqlite' or 'memory' in embedded mode, got {self.persistence!r}")
+        if self.persistence not in {"sqlite", "memory", "postgres"}:
+            raise UsageError(f"persistence must be 'sqlite', 'postgres' or 'memory', got {self.persistence!r}")
+        self.database = resolve_database(self.persistence, startup.database.url if self.persistence != "memory"
+                                         else None, startup.database.sqlite_path, self.paths.home)
         self._startup = startup
         self._sandbox_provider = sandbox_provider
         self._store: Store | None = None
         self._store_lock: asyncio.Lock | None = None
         self._graphs: dict[tuple[Any, ...], Any] = {}
-        self.runs = LocalRunManager()
+        self._last_config: AppConfig | None = None
+        self._last_config_key = ""
+        bridge = startup.stream_bridge
+        self.bridge = StreamBridge(bridge.queue_maxsize, heartbeat_seconds=bridge.heartbeat_seconds)
+        self.runs = RunManager(self.bridge)
+        self.recovered_runs: list[str] = []
         self.plugins: list[AgentPlugin] = []
 
     # -- resources -----------------------------------------------------------------
@@ -94,19 +108,21 @@ class EmbeddedEngine:
         return self._sandbox_provider
 
     async def store(self) -> Store:
-        """Open persistence once, on this loop."""
+        """Open persistence once, on this loop, and recover runs orphaned by a dead process."""
         if self._store_lock is None:
             self._store_lock = asyncio.Lock()
         async with self._store_lock:
             if self._store is None:
-                db = None if self.persistence == "memory" else self.paths.db_path
-                self._store = await open_store(db)
+                store = await open_store(self.database)
+                self.runs.attach(store.runs, store.threads)
+                self.recovered_runs = await self.runs.recover_orphans()
+                self._store = store
             return self._store
 
     async def aclose(self) -> None:
         """Cancel active runs, close the database and release sandboxes."""
-        for record in list(self.runs._active.values()):
-            await self.runs.cancel(record.run_id)
+        await self.runs.shutdown()
+        self.bridge.close()
         if self._store is not None:
             await self._store.aclose()
             self._store = None
@@ -136,7 +152,7 @@ class EmbeddedEngine:
         store = await self.store()
         config = self.config
         model, name, vision = self.resolve_model(options)
-        key = (id(config), name, id(model) if name is None else None, options.thinking_enabled,
+        key = (self._config_key(config), name, id(model) if name is None else None, options.thinking_enabled,
                options.plan_mode, options.subagent_enabled, vision, tuple(p.cache_key() for p in self.plugins))
         graph = self._graphs.get(key)
         if graph is None:
@@ -148,6 +164,15 @@ class EmbeddedEngine:
                 self._graphs.clear()
             self._graphs[key] = graph
         return graph, name
+
+    def _config_key(self, config: AppConfig) -> str:
+        # by content, not identity: another caller of get_app_config() with a different path
+        # evicts the loader's single cache slot, and an equal re-parsed config must not
+        # rebuild the graph (or restart a scripted model) on every run
+        if config is not self._last_config:
+            self._last_config = config
+            self._last_config_key = hashlib.sha1(config.model_dump_json().encode()).hexdigest()
+        return self._last_config_key
 
     def _build_graph(self, model: BaseChatModel, config: AppConfig, options: AgentOptions, store: Store) -> Any:
         from deerflow_nb.tools import get_available_tools
@@ -184,15 +209,18 @@ class EmbeddedEngine:
         return message.model_copy(update={"id": message.id or str(uuid.uuid4()), "additional_kwargs": kwargs})
 
     async def start_run(self, thread_id: str, message: str | HumanMessage, options: RunOptions,
-                        secrets: dict[str, str] | None = None, *, stream_tokens: bool = True) -> RunRecord:
-        """Start a background run on ``thread_id``; returns at once."""
+                        secrets: dict[str, str] | None = None, *, stream_tokens: bool = True,
+                        user_id: str | None = None, multitask_strategy: str = "reject",
+                        metadata: dict[str, Any] | None = None, assistant_id: str = "lead_agent") -> RunRecord:
+        """Admit and start a background run on ``thread_id``; returns at once."""
+        user_id = user_id or self.user_id
         store = await self.store()
-        await store.create_or_get_thread(thread_id, self.user_id)
+        await store.create_or_get_thread(thread_id, user_id)
         run_id = str(uuid.uuid4())
-        graph_input = {"messages": [self.new_input(message, run_id)]}
+        input_message = self.new_input(message, run_id)
         graph, model_name = await self.graph_for(options)
         context = RunContext(
-            thread_id=thread_id, user_id=self.user_id, run_id=run_id, app_config=self.config, paths=self.paths,
+            thread_id=thread_id, user_id=user_id, run_id=run_id, app_config=self.config, paths=self.paths,
             sandbox_provider=self.sandbox_provider, model_name=model_name,
             thinking_enabled=options.thinking_enabled, plan_mode=options.plan_mode,
             subagent_enabled=options.subagent_enabled, secrets=dict(secrets or {}),
@@ -203,53 +231,89 @@ class EmbeddedEngine:
                              "subagent_enabled": options.subagent_enabled},
             "recursion_limit": options.recursion_limit,
         }
-
-        for plugin in self.plugins:
-            await plugin.prepare_run(context)
+        rollback_point: list[dict[str, Any] | None] = []
 
         async def body(record: RunRecord) -> AsyncIterator[StreamEvent]:
-            title = None
+            rollback_point.append(await capture_rollback_point(store.checkpointer, thread_id))
             status = "error"
             try:
-                async for event in execute_run(graph, graph_input, context=context, config=config,
-                                               stream_tokens=stream_tokens):
+                user_data = await asyncio.to_thread(self.paths.ensure_thread_dirs, user_id, thread_id)
+                async for event in agent_run(graph, {"messages": [input_message]}, context=context, config=config,
+                                             input_message=input_message, events=store.events, user_data=user_data,
+                                             stream_tokens=stream_tokens):
                     if event.type == "values":
-                        title = event.data.get("title") or title
+                        record.title = event.data.get("title") or record.title
                     elif event.type == "end":
                         status = "success"
                     yield event
             finally:
-                await store.touch(thread_id, title=title)
                 for plugin in self.plugins:
                     try:
                         await plugin.finish_run(context, status)
                     except Exception as exc:
                         logger.warning("plugin %s failed after run %s: %s", type(plugin).__name__, run_id, exc)
 
-        return self.runs.start(thread_id, body, run_id=run_id)
+        async def rollback(record: RunRecord) -> None:
+            if rollback_point:
+                await restore_rollback_point(graph, store.checkpointer, thread_id, rollback_point[0])
 
-    async def get_state(self, thread_id: str) -> dict[str, Any]:
+        for plugin in self.plugins:  # before admission, so a plug-in's refusal reaches the caller
+            await plugin.prepare_run(context)
+        try:
+            return await self.runs.create(
+                thread_id=thread_id, user_id=user_id, body=body, run_id=run_id, assistant_id=assistant_id,
+                multitask_strategy=multitask_strategy, metadata=metadata, on_rollback=rollback,
+                timeout=options.timeout,
+                kwargs={"model_name": model_name, "plan_mode": options.plan_mode,
+                        "thinking_enabled": options.thinking_enabled, "subagent_enabled": options.subagent_enabled})
+        except BaseException:
+            for plugin in self.plugins:
+                with contextlib.suppress(Exception):
+                    await plugin.finish_run(context, "error")
+            raise
+
+    # -- state ---------------------------------------------------------------------
+    async def get_state(self, thread_id: str, user_id: str | None = None) -> dict[str, Any]:
         """The thread's current state values (empty for a thread that never ran)."""
         store = await self.store()
-        await store.get_thread(thread_id, self.user_id)
+        await store.get_thread(thread_id, user_id or self.user_id)
         snapshot = await store.checkpointer.aget_tuple({"configurable": {"thread_id": thread_id}})
         if snapshot is None:
             return {}
         return dict(snapshot.checkpoint.get("channel_values", {}))
 
-    async def get_history(self, thread_id: str, limit: int | None) -> list[dict[str, Any]]:
-        """Checkpoints of the thread, newest first."""
+    async def get_history(self, thread_id: str, limit: int | None, user_id: str | None = None,
+                          before: str | None = None) -> list[dict[str, Any]]:
+        """Checkpoints of the thread, newest first (``limit=0``: none, ``None``: all)."""
         store = await self.store()
-        await store.get_thread(thread_id, self.user_id)
+        await store.get_thread(thread_id, user_id or self.user_id)
         if limit == 0:
             return []
+        cursor: Any = {"configurable": {"thread_id": thread_id, "checkpoint_id": before}} if before else None
         out = []
-        async for item in store.checkpointer.alist({"configurable": {"thread_id": thread_id}}, limit=limit):
+        async for item in store.checkpointer.alist({"configurable": {"thread_id": thread_id}}, limit=limit,
+                                                   before=cursor):
             out.append({
                 "checkpoint_id": item.config["configurable"].get("checkpoint_id"),
                 "parent_checkpoint_id": (item.parent_config or {}).get("configurable", {}).get("checkpoint_id"),
                 "created_at": item.checkpoint.get("ts"),
                 "step": (item.metadata or {}).get("step"),
+                "metadata": dict(item.metadata or {}),
                 "values": dict(item.checkpoint.get("channel_values", {})),
             })
         return out
+
+    async def run_events(self, thread_id: str, run_id: str | None = None, *, user_id: str | None = None,
+                         event_type: str | None = None) -> list[dict[str, Any]]:
+        """Journal entries of a run (or of the whole thread), oldest first."""
+        user_id = user_id or self.user_id
+        store = await self.store()
+        await store.get_thread(thread_id, user_id)
+        entries = await store.events.list(user_id, thread_id=thread_id, run_id=run_id, event_type=event_type)
+        return [e.to_dict() for e in entries]
+
+    async def workspace_changes(self, thread_id: str, run_id: str | None = None, *,
+                                user_id: str | None = None) -> dict[str, Any] | None:
+        """The ``workspace_changes`` payload of a run (default: the latest run that changed files)."""
+        entries = await self.run_events(thread_id, run_id, user_id=user_id, event_type="workspace_changes")
+        return entries[-1]["payload"] if entries else None

@@ -6,7 +6,7 @@ import atexit
 import uuid
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 
@@ -20,6 +20,9 @@ from deerflow_nb.client.thread import Thread
 from deerflow_nb.config import validate_id
 from deerflow_nb.errors import UsageError
 from deerflow_nb.sandbox import SandboxProvider
+
+if TYPE_CHECKING:
+    from deerflow_nb.client.remote import RemoteDeerFlow
 
 __all__ = ["DeerFlow"]
 
@@ -63,6 +66,17 @@ class DeerFlow(SkillsMixin, MemoryMixin, ExtensionsMixin, UiMixin):
 
     def __repr__(self) -> str:
         return f"<DeerFlow user={self.user_id!r} home={str(self.home)!r}>"
+
+    @staticmethod
+    def connect(url: str | None = None, token: str | None = None) -> RemoteDeerFlow:
+        """The agent served by the Jupyter server extension, over HTTP (same ``Thread``/``Run`` API).
+
+        With no arguments, inside a kernel, it finds its own server (JupyterHub's
+        environment, or the running-server files Jupyter writes).
+        """
+        from deerflow_nb.client.remote import RemoteDeerFlow
+
+        return RemoteDeerFlow(url, token)
 
     @property
     def user_id(self) -> str:

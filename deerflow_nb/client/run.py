@@ -6,23 +6,24 @@ from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from deerflow_nb.errors import RunError
-from deerflow_nb.runtime import StreamEvent
+from deerflow_nb.runtime import BridgeEvent, StreamEvent
 
 if TYPE_CHECKING:
     from deerflow_nb.client.loop import BackgroundLoop
-    from deerflow_nb.runtime.local_runs import LocalRunManager, RunRecord
+    from deerflow_nb.runtime import RunManager, RunRecord
 
-__all__ = ["Run"]
+__all__ = ["Run", "run_result"]
 
 
 class Run:
     """A run executing in the background; the cell that started it has already returned.
 
-    ``events()`` replays from the start, so several consumers (a widget, a script)
-    see the whole run.
+    ``events()`` replays what the stream bridge still holds (the whole run unless it
+    produced more than ``stream_bridge.queue_maxsize`` events and finished a while ago),
+    so several consumers (a widget, a script) see the run.
     """
 
-    def __init__(self, record: RunRecord, manager: LocalRunManager, loop: BackgroundLoop) -> None:
+    def __init__(self, record: RunRecord, manager: RunManager, loop: BackgroundLoop) -> None:
         self._record = record
         self._manager = manager
         self._loop = loop
@@ -42,7 +43,7 @@ class Run:
 
     @property
     def status(self) -> str:
-        """``pending``, ``running``, ``success``, ``error`` or ``interrupted``."""
+        """``pending``, ``running``, ``success``, ``error``, ``timeout`` or ``interrupted``."""
         return self._record.status
 
     @property
@@ -50,69 +51,68 @@ class Run:
         """Whether the run has finished."""
         return self._record.done
 
+    async def _batches(self, start: int) -> AsyncIterator[list[StreamEvent]]:
+        bridge = self._manager.bridge
+        if not bridge.has(self.run_id):
+            return  # finished long ago: its events are in the journal (thread.run_events)
+        async for batch in bridge.subscribe_batches(self.run_id, str(start) if start else None):
+            events = [item.event for item in batch if isinstance(item, BridgeEvent)]
+            if events:
+                yield events
+
     def events(self, start: int = 0) -> Iterator[StreamEvent]:
-        """Iterate the run's events (blocking), from index ``start``."""
-        return self._loop.iterate(lambda: self._record.subscribe(start), method="Run.events")
+        """Iterate the run's events (blocking), after the first ``start`` events."""
+        # one hop to the private loop per burst of events, not per event
+        for batch in self._loop.iterate(lambda: self._batches(start), method="Run.events"):
+            yield from batch
 
-    def aevents(self, start: int = 0) -> AsyncIterator[StreamEvent]:
+    async def aevents(self, start: int = 0) -> AsyncIterator[StreamEvent]:
         """Async twin of :meth:`events`."""
-        return self._loop.aiterate(lambda: self._record.subscribe(start))
-
-    def _result(self) -> str:
-        end = next((e for e in reversed(self._record.events) if e.type in {"end", "error"}), None)
-        if self._record.status != "success" or end is None or end.type == "error":
-            detail = self._record.error or (end.data if end else None)
-            message = (detail or {}).get("message", self._record.status) if isinstance(detail, dict) else detail
-            raise RunError(f"run {self.run_id} ended with status {self._record.status}: {message}",
-                           run_id=self.run_id, detail=detail)
-        return final_text(self._record.events)
+        async for batch in self._loop.aiterate(lambda: self._batches(start)):
+            for event in batch:
+                yield event
 
     def wait(self) -> str:
         """Block until the run ends; return the final answer text (``RunError`` if it failed)."""
         self._loop.run(self._record.wait(), method="Run.wait")
-        return self._result()
+        return run_result(self._record)
 
     async def await_result(self) -> str:
         """Async twin of :meth:`wait`."""
         await self._loop.arun(self._record.wait())
-        return self._result()
+        return run_result(self._record)
 
     def __await__(self) -> Any:
         return self.await_result().__await__()
 
-    def cancel(self) -> str:
-        """Cancel the run: ``cancelled``, ``not_cancellable`` or ``unknown``."""
-        return self._loop.run(self._manager.cancel(self.run_id), method="Run.cancel")
+    def cancel(self, action: str = "interrupt") -> str:
+        """Cancel the run: ``cancelled``, ``not_cancellable`` or ``unknown``.
 
-    async def acancel(self) -> str:
+        ``action="rollback"`` also restores the thread's state from before the run.
+        """
+        return self._loop.run(self._manager.cancel(self.run_id, action=action), method="Run.cancel")
+
+    async def acancel(self, action: str = "interrupt") -> str:
         """Async twin of :meth:`cancel`."""
-        return await self._loop.arun(self._manager.cancel(self.run_id))
+        return await self._loop.arun(self._manager.cancel(self.run_id, action=action))
 
     @property
     def pending_input(self) -> dict[str, Any] | None:
         """The human-input request the run ended with, if any."""
-        end = next((e for e in reversed(self._record.events) if e.type == "end"), None)
-        return end.data.get("pending_input") if end else None
+        end = self._record.end_data
+        return end.get("pending_input") if end else None
 
     @property
     def usage(self) -> dict[str, int] | None:
         """Token usage of the run (once it has ended)."""
-        end = next((e for e in reversed(self._record.events) if e.type == "end"), None)
-        return end.data.get("usage") if end else None
+        return self._record.usage
 
 
-def final_text(events: list[StreamEvent]) -> str:
-    """The final AI message text rebuilt from ``messages-tuple`` deltas."""
-    texts: dict[str, str] = {}
-    order: list[str] = []
-    for event in events:
-        data = event.data
-        if event.type == "messages-tuple" and data.get("type") == "ai" and data.get("content"):
-            if data["id"] not in texts:
-                order.append(data["id"])
-                texts[data["id"]] = ""
-            texts[data["id"]] += data["content"]
-    # the last AI message that carries text; tool-call-only messages carry none
-    for message_id in reversed(order):
-        return texts[message_id]
-    return ""
+def run_result(record: RunRecord) -> str:
+    """The final answer text of a finished run, or :class:`RunError`."""
+    if record.status != "success" or record.end_data is None:
+        detail = record.error
+        message = detail.get("message", record.status) if isinstance(detail, dict) else record.status
+        raise RunError(f"run {record.run_id} ended with status {record.status}: {message}",
+                       run_id=record.run_id, detail=detail)
+    return record.final_text

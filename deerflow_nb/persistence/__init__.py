@@ -1,5 +1,24 @@
-"""Persistence: thread metadata and LangGraph checkpoints (SQLite by default)."""
+"""Persistence: app tables (SQLAlchemy async + alembic) and the LangGraph checkpointer."""
 
-from deerflow_nb.persistence.store import Store, ThreadRecord, open_store
+from deerflow_nb.persistence.engine import Database, DatabaseTarget, open_checkpointer, open_database, resolve_database
+from deerflow_nb.persistence.events import FeedbackStore, JournalEntry, RunEventStore
+from deerflow_nb.persistence.runs import RunInfo, RunStore
+from deerflow_nb.persistence.store import Store, open_store
+from deerflow_nb.persistence.threads import ThreadRecord, ThreadStore
 
-__all__ = ["Store", "ThreadRecord", "open_store"]
+__all__ = [
+    "Database",
+    "DatabaseTarget",
+    "FeedbackStore",
+    "JournalEntry",
+    "RunEventStore",
+    "RunInfo",
+    "RunStore",
+    "Store",
+    "ThreadRecord",
+    "ThreadStore",
+    "open_checkpointer",
+    "open_database",
+    "open_store",
+    "resolve_database",
+]

@@ -1,7 +1,9 @@
 """The one run path: execute the lead agent graph and stream :class:`StreamEvent`s.
 
-The embedded client, the Jupyter server extension and scheduled work all call
-:func:`execute_run`.
+The embedded client, the Jupyter server extension and scheduled work all run
+agents through :func:`agent_run` (inside a :class:`~.run_manager.RunManager`),
+which wraps :func:`execute_run` with the run journal, workspace change review and
+rollback points.
 """
 
 from __future__ import annotations
@@ -9,13 +11,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
-from deerflow_nb.context import RunContext
-from deerflow_nb.runtime.events import StreamEvent
-from deerflow_nb.runtime.streaming import StreamConverter
+from langchain_core.messages import BaseMessage
 
-__all__ = ["STREAM_MODES", "execute_run"]
+from deerflow_nb.context import RunContext
+from deerflow_nb.persistence.events import RunEventStore
+from deerflow_nb.runtime.events import StreamEvent
+from deerflow_nb.runtime.journal import RunJournal
+from deerflow_nb.runtime.streaming import StreamConverter
+from deerflow_nb.runtime.workspace import snapshot, workspace_changes
+
+__all__ = ["STREAM_MODES", "agent_run", "capture_rollback_point", "execute_run", "restore_rollback_point"]
 
 logger = logging.getLogger(__name__)
 STREAM_MODES = ["values", "messages", "custom"]
@@ -67,3 +75,89 @@ async def execute_run(
             "pending_input": converter.pending_input(),
         },
     )
+
+
+async def agent_run(
+    graph: Any,
+    graph_input: Any,
+    *,
+    context: RunContext,
+    config: dict[str, Any],
+    input_message: BaseMessage | None = None,
+    events: RunEventStore | None = None,
+    user_data: Path | None = None,
+    stream_tokens: bool = True,
+) -> AsyncIterator[StreamEvent]:
+    """:func:`execute_run` plus the run journal and the ``workspace_changes`` review.
+
+    The workspace is snapshotted (off the loop) before the graph starts and after
+    it stops, also when the run fails or is cancelled; changes become a
+    ``workspace_changes`` journal entry and a ``custom`` event just before ``end``.
+    """
+    assert context.run_id and context.thread_id
+    journal = RunJournal(events, run_id=context.run_id, thread_id=context.thread_id, user_id=context.user_id)
+    if input_message is not None:
+        journal.record_input(input_message)
+    before = await asyncio.to_thread(snapshot, user_data) if user_data is not None else None
+    status = "interrupted"
+    try:
+        async for event in execute_run(graph, graph_input, context=context, config=config,
+                                       stream_tokens=stream_tokens):
+            if event.type in {"end", "error"}:
+                status = "success" if event.type == "end" else "error"
+                change = await _workspace_event(before, user_data, context, status)
+                journal.close_messages()
+                if change is not None:
+                    journal.add("workspace_changes", "workspace", change)
+                    yield StreamEvent("custom", {"type": "workspace_changes", **_summary(change)})
+                    before = None  # recorded; the finally below must not record it twice
+                journal.observe(event)
+                await journal.close()
+                yield event
+                continue
+            journal.observe(event)
+            if journal.should_flush:
+                await journal.flush()
+            yield event
+    finally:
+        if before is not None and status == "interrupted":
+            change = await _workspace_event(before, user_data, context, status)
+            journal.close_messages()
+            if change is not None:
+                journal.add("workspace_changes", "workspace", change)
+        try:
+            await journal.close()
+        except Exception as exc:  # the journal must never turn a finished run into a failure
+            logger.warning("could not write the journal of run %s: %s", context.run_id, exc)
+
+
+async def _workspace_event(before: dict[str, Any] | None, user_data: Path | None, context: RunContext,
+                           status: str) -> dict[str, Any] | None:
+    if before is None or user_data is None:
+        return None
+    after = await asyncio.to_thread(snapshot, user_data)
+    assert context.run_id and context.thread_id
+    change = workspace_changes(before, after, run_id=context.run_id, thread_id=context.thread_id, status=status)
+    return change if change["changes"] else None
+
+
+def _summary(change: dict[str, Any]) -> dict[str, Any]:
+    counts = {"added": 0, "modified": 0, "deleted": 0}
+    for item in change["changes"]:
+        counts[item["status"]] += 1
+    return {"run_id": change["run_id"], "paths": [c["path"] for c in change["changes"]], **counts}
+
+
+async def capture_rollback_point(checkpointer: Any, thread_id: str) -> dict[str, Any] | None:
+    """The config of the thread's newest checkpoint (``None``: the thread has no state yet)."""
+    saved = await checkpointer.aget_tuple({"configurable": {"thread_id": thread_id}})
+    return dict(saved.config) if saved is not None else None
+
+
+async def restore_rollback_point(graph: Any, checkpointer: Any, thread_id: str,
+                                 point: dict[str, Any] | None) -> None:
+    """Make the state from ``point`` the thread's head again (full-mode fork of that checkpoint)."""
+    if point is None:
+        await checkpointer.adelete_thread(thread_id)
+        return
+    await graph.aupdate_state(point, None)

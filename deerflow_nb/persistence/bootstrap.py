@@ -1,0 +1,77 @@
+"""Hybrid schema bootstrap: alembic owns the app tables, ``create_all`` builds a fresh database.
+
+| database state                               | action                                          |
+|----------------------------------------------|-------------------------------------------------|
+| empty (no DeerFlow tables)                   | ``create_all`` + ``alembic stamp head``         |
+| legacy (DeerFlow tables, no alembic_version) | baseline ``create_all`` + stamp ``0001_baseline`` + ``upgrade head`` |
+| versioned (``alembic_version`` exists)       | ``alembic upgrade head``                        |
+
+Concurrent starts are serialised: PostgreSQL by an advisory lock, SQLite by an
+in-process lock plus SQLite's own write lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from deerflow_nb.persistence.models import APP_TABLES, Base
+
+__all__ = ["BASELINE_REVISION", "BASELINE_TABLES", "alembic_config", "bootstrap_schema"]
+
+logger = logging.getLogger(__name__)
+
+BASELINE_REVISION = "0001_baseline"
+#: Tables created by ``0001_baseline``; the legacy path back-fills only these.
+BASELINE_TABLES = ("threads_meta", "runs", "run_events", "feedback")
+_ADVISORY_KEY = 0x6465657266  # "deerf"
+# one lock per event loop: an asyncio.Lock is bound to the loop that first waits on it
+_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+
+
+def alembic_config(connection: sa.Connection) -> Any:
+    """An in-memory alembic ``Config`` bound to ``connection`` (no alembic.ini needed)."""
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.attributes["connection"] = connection
+    return config
+
+
+def _bootstrap_sync(connection: sa.Connection) -> str:
+    from alembic import command
+
+    tables = set(sa.inspect(connection).get_table_names())
+    config = alembic_config(connection)
+    if "alembic_version" in tables:
+        command.upgrade(config, "head")
+        return "upgraded"
+    if tables & APP_TABLES:
+        baseline = [Base.metadata.tables[name] for name in BASELINE_TABLES]
+        Base.metadata.create_all(connection, tables=baseline)
+        command.stamp(config, BASELINE_REVISION)
+        command.upgrade(config, "head")
+        return "legacy"
+    Base.metadata.create_all(connection)
+    command.stamp(config, "head")
+    return "created"
+
+
+async def bootstrap_schema(engine: AsyncEngine, *, backend: str) -> str:
+    """Bring the app tables to the head revision; returns ``created``, ``legacy`` or ``upgraded``."""
+    lock = _LOCKS.setdefault(asyncio.get_running_loop(), asyncio.Lock())
+    async with lock:
+        async with engine.begin() as conn:
+            if backend == "postgres":
+                await conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADVISORY_KEY})
+            outcome: str = await conn.run_sync(_bootstrap_sync)
+    logger.debug("database schema %s (%s)", outcome, backend)
+    return outcome

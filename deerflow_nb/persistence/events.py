@@ -1,0 +1,106 @@
+"""``RunEventStore`` (the run journal) and ``FeedbackStore``."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from deerflow_nb.persistence.engine import Database
+from deerflow_nb.persistence.models import FeedbackRow, RunEventRow
+
+__all__ = ["FeedbackStore", "JournalEntry", "RunEventStore"]
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    """One journal row: ``event_type`` (≤ 32 chars) within a ``category`` (≤ 16 chars)."""
+
+    run_id: str
+    thread_id: str
+    user_id: str
+    seq: int
+    event_type: str
+    category: str
+    payload: dict[str, Any]
+    created_at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """The HTTP/SDK shape of an event."""
+        return {"run_id": self.run_id, "thread_id": self.thread_id, "seq": self.seq,
+                "event_type": self.event_type, "category": self.category, "payload": self.payload,
+                "created_at": self.created_at}
+
+
+class RunEventStore:
+    """Append-only journal rows, read back per run or per thread."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def append(self, entries: Sequence[JournalEntry]) -> None:
+        """Insert a batch of entries in one transaction."""
+        if not entries:
+            return
+        async with self._db.sessions.begin() as session:
+            await session.execute(sa.insert(RunEventRow), [
+                {"run_id": e.run_id, "thread_id": e.thread_id, "user_id": e.user_id, "seq": e.seq,
+                 "event_type": e.event_type, "category": e.category, "payload": e.payload,
+                 "created_at": e.created_at} for e in entries])
+
+    async def list(self, user_id: str, *, run_id: str | None = None, thread_id: str | None = None,
+                   event_type: str | None = None, after_seq: int | None = None,
+                   limit: int | None = None) -> list[JournalEntry]:
+        """Entries of a run (or a thread), oldest first."""
+        query = sa.select(RunEventRow).where(RunEventRow.user_id == user_id)
+        if run_id is not None:
+            query = query.where(RunEventRow.run_id == run_id)
+        if thread_id is not None:
+            query = query.where(RunEventRow.thread_id == thread_id)
+        if event_type is not None:
+            query = query.where(RunEventRow.event_type == event_type)
+        if after_seq is not None:
+            query = query.where(RunEventRow.seq > after_seq)
+        query = query.order_by(RunEventRow.id.asc())
+        if limit:
+            query = query.limit(limit)
+        async with self._db.sessions() as session:
+            rows = (await session.scalars(query)).all()
+        return [JournalEntry(r.run_id, r.thread_id, r.user_id, r.seq, r.event_type, r.category,
+                             dict(r.payload or {}), r.created_at) for r in rows]
+
+    async def delete_thread(self, thread_id: str) -> None:
+        """Forget a thread's journal."""
+        async with self._db.sessions.begin() as session:
+            await session.execute(sa.delete(RunEventRow).where(RunEventRow.thread_id == thread_id))
+
+
+class FeedbackStore:
+    """Ratings of runs (``+1`` / ``-1``) with an optional comment."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def add(self, run_id: str, thread_id: str, user_id: str, rating: int,
+                  comment: str | None = None) -> dict[str, Any]:
+        """Store a rating; returns it as a dict."""
+        row = FeedbackRow(feedback_id=str(uuid.uuid4()), run_id=run_id, thread_id=thread_id, user_id=user_id,
+                          rating=rating, comment=comment, created_at=time.time())
+        async with self._db.sessions.begin() as session:
+            session.add(row)
+        return self._dict(row)
+
+    async def list(self, run_id: str, user_id: str) -> list[dict[str, Any]]:
+        """A run's ratings by this user."""
+        query = sa.select(FeedbackRow).where(FeedbackRow.run_id == run_id, FeedbackRow.user_id == user_id)
+        async with self._db.sessions() as session:
+            return [self._dict(r) for r in (await session.scalars(query)).all()]
+
+    @staticmethod
+    def _dict(row: FeedbackRow) -> dict[str, Any]:
+        return {"feedback_id": row.feedback_id, "run_id": row.run_id, "thread_id": row.thread_id,
+                "rating": row.rating, "comment": row.comment, "created_at": row.created_at}

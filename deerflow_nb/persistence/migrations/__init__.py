@@ -1,0 +1,1 @@
+"""Alembic migrations of the app tables (run automatically at startup by :mod:`..bootstrap`)."""

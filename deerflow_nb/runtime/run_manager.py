@@ -1,0 +1,331 @@
+"""``RunManager``: admission, execution, cancellation and recovery of runs.
+
+Statuses: ``pending`` → ``running`` → ``success`` | ``error`` | ``timeout`` | ``interrupted``.
+A run is admitted by inserting its ``pending`` row: the partial unique index on
+``runs`` lets at most one active run per thread win, across processes. Multitask
+strategies: ``reject`` (default; a busy thread raises
+:class:`~deerflow_nb.errors.ThreadBusyError`), ``interrupt`` (cancel the active run
+first) and ``rollback`` (cancel it and restore the state from before it started).
+Events go to the :class:`~deerflow_nb.runtime.stream_bridge.StreamBridge`; the END
+marker is published after the terminal status is stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from deerflow_nb.errors import ThreadBusyError, UsageError
+from deerflow_nb.persistence.runs import RunInfo, RunStore
+from deerflow_nb.persistence.threads import ThreadStore
+from deerflow_nb.runtime.events import StreamEvent
+from deerflow_nb.runtime.stream_bridge import StreamBridge
+
+__all__ = ["MULTITASK_STRATEGIES", "TERMINAL_STATUSES", "CancelOutcome", "RunManager", "RunRecord", "process_owner"]
+
+logger = logging.getLogger(__name__)
+
+TERMINAL_STATUSES = frozenset({"success", "error", "timeout", "interrupted"})
+MULTITASK_STRATEGIES = ("reject", "interrupt", "rollback")
+
+
+def process_owner() -> str:
+    """``host:pid`` of this process: who is executing a run (orphan recovery checks it)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class CancelOutcome(StrEnum):
+    """What :meth:`RunManager.cancel` did."""
+
+    CANCELLED = "cancelled"  # cancelled here
+    NOT_CANCELLABLE = "not_cancellable"  # already finished
+    NOT_ACTIVE_LOCALLY = "not_active_locally"  # active, but executed by another process
+    UNKNOWN = "unknown"  # no such run (for this user)
+
+
+@dataclass(eq=False)
+class RunRecord(RunInfo):
+    """A run executing (or recently executed) in this process; lives on its manager's loop."""
+
+    task: asyncio.Task[None] | None = field(default=None, repr=False)
+    end_data: dict[str, Any] | None = None
+    #: The thread title the run produced (stored with the terminal status).
+    title: str | None = None
+    rollback_requested: bool = False
+    on_rollback: Callable[[RunRecord], Awaitable[None]] | None = field(default=None, repr=False)
+    finalized: bool = False
+    _finished: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    _texts: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def done(self) -> bool:
+        """Whether the run reached a terminal status."""
+        return self.status in TERMINAL_STATUSES
+
+    def observe(self, event: StreamEvent) -> None:
+        """Track what the client needs after the stream is gone: final text, usage, errors."""
+        data = event.data
+        if event.type == "messages-tuple":
+            if data.get("type") == "ai" and data.get("content"):
+                message_id = data.get("id") or ""
+                # re-inserting keeps dict order = order in which messages last received text
+                text = self._texts.pop(message_id, "") + data["content"]
+                self._texts[message_id] = text
+        elif event.type == "end":
+            self.end_data = data
+            self.usage = data.get("usage")
+            self.stop_reason = data.get("stop_reason") or self.stop_reason
+        elif event.type == "error":
+            self.error = data
+
+    @property
+    def final_text(self) -> str:
+        """Text of the last AI message that carried text."""
+        return next(reversed(self._texts.values()), "")
+
+    async def wait(self) -> RunRecord:
+        """Wait until the run is finalized (status stored, END published)."""
+        await self._finished.wait()
+        return self
+
+
+RunBody = Callable[[RunRecord], AsyncIterator[StreamEvent]]
+
+
+class RunManager:
+    """Starts runs as tasks on the current loop and keeps them consistent with the store."""
+
+    def __init__(self, bridge: StreamBridge, *, runs: RunStore | None = None, threads: ThreadStore | None = None,
+                 max_finished: int = 256) -> None:
+        self.bridge = bridge
+        self.owner = process_owner()
+        self._runs = runs
+        self._threads = threads
+        self._records: OrderedDict[str, RunRecord] = OrderedDict()
+        self._active: dict[str, RunRecord] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._max_finished = max_finished
+
+    def attach(self, runs: RunStore | None, threads: ThreadStore | None) -> None:
+        """Connect the durable stores (once persistence is open)."""
+        self._runs, self._threads = runs, threads
+
+    def active_run(self, thread_id: str) -> RunRecord | None:
+        """The thread's active run in this process, if any."""
+        return self._active.get(thread_id)
+
+    def active_runs(self) -> list[RunRecord]:
+        """Every active run of this process."""
+        return list(self._active.values())
+
+    # -- admission -------------------------------------------------------------------
+    async def create(self, *, thread_id: str, user_id: str, body: RunBody, run_id: str | None = None,
+                     assistant_id: str = "lead_agent", multitask_strategy: str = "reject",
+                     metadata: dict[str, Any] | None = None, kwargs: dict[str, Any] | None = None,
+                     on_rollback: Callable[[RunRecord], Awaitable[None]] | None = None,
+                     timeout: float | None = None) -> RunRecord:
+        """Admit and start a run; returns its record at once (status ``pending``)."""
+        if multitask_strategy not in MULTITASK_STRATEGIES:
+            raise UsageError(f"multitask_strategy {multitask_strategy!r} is not supported; "
+                             f"use one of {', '.join(MULTITASK_STRATEGIES)}")
+        lock = self._locks.setdefault(thread_id, asyncio.Lock())
+        async with lock:
+            busy = self._active.get(thread_id)
+            if busy is not None and not busy.done:
+                if multitask_strategy == "reject":
+                    raise ThreadBusyError(f"thread {thread_id!r} already has an active run ({busy.run_id}); "
+                                          "wait for it, cancel it, or use multitask_strategy='interrupt'")
+                await self._cancel(busy, "rollback" if multitask_strategy == "rollback" else "interrupt")
+            record = RunRecord(run_id=run_id or str(uuid.uuid4()), thread_id=thread_id, user_id=user_id,
+                               assistant_id=assistant_id, multitask_strategy=multitask_strategy,
+                               metadata=dict(metadata or {}), kwargs=dict(kwargs or {}), on_rollback=on_rollback)
+            record.owner = self.owner
+            if self._runs is not None:
+                await self._runs.create(record)  # the unique index decides races between processes
+            self._active[thread_id] = record
+            self._remember(record)
+            self.bridge.open(record.run_id)
+            record.task = asyncio.get_running_loop().create_task(self._drive(record, body, timeout),
+                                                                 name=f"deerflow-run-{record.run_id}")
+        return record
+
+    def _remember(self, record: RunRecord) -> None:
+        self._records[record.run_id] = record
+        while len(self._records) > self._max_finished:
+            oldest = next(iter(self._records.values()))
+            if not oldest.done:
+                break
+            self._records.popitem(last=False)
+
+    # -- execution -------------------------------------------------------------------
+    async def _drive(self, record: RunRecord, body: RunBody, timeout: float | None) -> None:
+        status = "error"
+        try:
+            record.status = "running"
+            if self._runs is not None:
+                await self._runs.set_status(record.run_id, "running", thread=(record.thread_id, "running"))
+            async with asyncio.timeout(timeout):
+                async for event in body(record):
+                    record.observe(event)
+                    self.bridge.publish(record.run_id, event)
+            status = "error" if record.error else "success"
+        except asyncio.CancelledError:
+            status = "interrupted"
+            record.stop_reason = "cancelled"
+            self._publish_error(record, "run cancelled", "Cancelled")
+        except TimeoutError:
+            status = "timeout"
+            record.stop_reason = "timeout"
+            self._publish_error(record, f"run exceeded its {timeout} s timeout", "Timeout")
+        except Exception as exc:  # the body failed outside the graph
+            logger.warning("run %s failed: %s", record.run_id, exc, exc_info=True)
+            self._publish_error(record, str(exc), type(exc).__name__)
+        finally:
+            await self._finalize(record, status)
+
+    def _publish_error(self, record: RunRecord, message: str, kind: str) -> None:
+        record.error = {"message": message, "type": kind, "run_id": record.run_id}
+        self.bridge.publish(record.run_id, StreamEvent("error", record.error))
+
+    async def _finalize(self, record: RunRecord, status: str) -> None:
+        if record.finalized:
+            return
+        record.finalized = True
+        try:
+            if record.rollback_requested and record.on_rollback is not None:
+                try:
+                    await record.on_rollback(record)
+                except Exception as exc:  # fail closed: keep the state, report it
+                    logger.warning("rollback of run %s failed: %s", record.run_id, exc)
+            record.status = status
+            record.updated_at = time.time()
+            if self._runs is not None:
+                thread_status = "error" if status in {"error", "timeout"} else "idle"
+                await self._runs.set_status(record.run_id, status, error=record.error,
+                                            stop_reason=record.stop_reason, usage=record.usage,
+                                            thread=(record.thread_id, thread_status), title=record.title)
+        except Exception as exc:  # storage failures must not keep the thread locked
+            logger.warning("could not store the outcome of run %s: %s", record.run_id, exc)
+        finally:
+            record.status = status
+            if self._active.get(record.thread_id) is record:
+                del self._active[record.thread_id]
+            self.bridge.publish_end(record.run_id)
+            record._finished.set()
+
+    # -- queries ---------------------------------------------------------------------
+    async def get(self, run_id: str, user_id: str | None = None) -> RunInfo | None:
+        """The run (a live record, or the stored row); another user's run is ``None``."""
+        record = self._records.get(run_id)
+        if record is not None:
+            return record if user_id is None or record.user_id == user_id else None
+        if self._runs is not None:
+            return await self._runs.get(run_id, user_id)
+        return None
+
+    def local(self, run_id: str) -> RunRecord | None:
+        """The in-process record of a run, if this process executed it recently."""
+        return self._records.get(run_id)
+
+    async def list_by_thread(self, thread_id: str, user_id: str, *, limit: int = 10, offset: int = 0,
+                             status: str | None = None) -> list[RunInfo]:
+        """The thread's runs, newest first; live records win over stored rows."""
+        stored: list[RunInfo] = []
+        if self._runs is not None:
+            stored = await self._runs.list_by_thread(thread_id, user_id, limit=limit + offset + 1, status=status)
+        merged: dict[str, RunInfo] = {r.run_id: r for r in stored}
+        for record in self._records.values():
+            if record.thread_id == thread_id and record.user_id == user_id and (not status or record.status == status):
+                merged[record.run_id] = record
+        ordered = sorted(merged.values(), key=lambda r: r.created_at, reverse=True)
+        return ordered[offset:offset + limit]
+
+    # -- cancellation ----------------------------------------------------------------
+    async def cancel(self, run_id: str, *, action: str = "interrupt", user_id: str | None = None) -> CancelOutcome:
+        """Cancel a run; ``action="rollback"`` also restores the state from before it."""
+        if action not in {"interrupt", "rollback"}:
+            raise UsageError(f"cancel action must be 'interrupt' or 'rollback', got {action!r}")
+        record = self._records.get(run_id)
+        if record is None or (user_id is not None and record.user_id != user_id):
+            stored = await self._runs.get(run_id, user_id) if self._runs is not None else None
+            if stored is None:
+                return CancelOutcome.UNKNOWN
+            if stored.status in TERMINAL_STATUSES:
+                return CancelOutcome.NOT_CANCELLABLE
+            return CancelOutcome.NOT_ACTIVE_LOCALLY
+        if record.done or record.finalized:
+            return CancelOutcome.NOT_CANCELLABLE
+        await self._cancel(record, action)
+        return CancelOutcome.CANCELLED
+
+    async def _cancel(self, record: RunRecord, action: str) -> None:
+        record.rollback_requested = action == "rollback"
+        task = record.task
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.wait([task])
+        if not record.finalized:  # cancelled before its coroutine ever ran
+            record.stop_reason = "cancelled"
+            self._publish_error(record, "run cancelled", "Cancelled")
+            await self._finalize(record, "interrupted")
+
+    # -- recovery and shutdown ---------------------------------------------------------
+    async def recover_orphans(self) -> list[str]:
+        """Mark runs left active by a dead process as ``error`` (``stop_reason=orphan_recovered``).
+
+        A run belongs to a dead process when its owner is this host and that pid is
+        gone. Runs of live processes (another notebook on the same database) and of
+        other hosts are left alone.
+        """
+        if self._runs is None:
+            return []
+        recovered: list[str] = []
+        for info in await self._runs.active():
+            if info.run_id in self._records or _owner_alive(info.owner):
+                continue
+            error = {"message": "the process executing this run stopped; the run was recovered at startup",
+                     "type": "OrphanRecovered", "run_id": info.run_id}
+            if await self._runs.claim_orphan(info.run_id, error=error):
+                recovered.append(info.run_id)
+                if self._threads is not None:
+                    await self._threads.update(info.thread_id, status="error")
+        if recovered:
+            logger.warning("recovered %d orphaned run(s): %s", len(recovered), ", ".join(recovered))
+        return recovered
+
+    async def shutdown(self) -> None:
+        """Cancel every active run of this process (each is stored as ``interrupted``)."""
+        for record in list(self._active.values()):
+            with contextlib.suppress(Exception):
+                await self._cancel(record, "interrupt")
+
+
+def _owner_alive(owner: str | None) -> bool:
+    if not owner or ":" not in owner:
+        return False
+    host, _, pid_text = owner.rpartition(":")
+    if host != socket.gethostname():
+        return True  # cannot tell; another host's runs are not ours to recover
+    try:
+        pid = int(pid_text)
+    except ValueError:
+        return False
+    if pid == os.getpid():
+        return True  # another manager in this very process owns it
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

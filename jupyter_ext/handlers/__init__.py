@@ -1,0 +1,15 @@
+"""Route table of the extension: every handler module's ``default_handlers``, in match order."""
+
+from __future__ import annotations
+
+from jupyter_ext.handlers import features, openapi, runs, threads
+from jupyter_ext.handlers.base import API
+
+__all__ = ["default_handlers"]
+
+default_handlers: list[tuple[str, type]] = [
+    *features.default_handlers,  # before threads: /threads/{id}/uploads etc. are more specific
+    *runs.default_handlers,
+    *threads.default_handlers,
+    (rf"/{API}/openapi.json", openapi.OpenApiHandler),
+]

@@ -1,0 +1,275 @@
+"""LangGraph-compatible runs: create, stream, wait, join, cancel, list, get; stateless runs."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from langchain_core.messages import HumanMessage, convert_to_messages
+from tornado import web
+
+from deerflow_nb.config import validate_id
+from deerflow_nb.runtime import CancelOutcome, RunRecord, normalize_stream_modes
+from deerflow_nb.runtime.serialize import serialize_state
+from jupyter_ext.handlers.base import API, DeerFlowHandler, api_method, http_error
+from jupyter_ext.handlers.shapes import run_json
+from jupyter_ext.handlers.sse import stream_run
+from jupyter_ext.schemas import RunCreateRequest
+
+__all__ = ["default_handlers"]
+
+
+class _RunHandler(DeerFlowHandler):
+    """Shared run admission and completion."""
+
+    _on_close: Any = None
+
+    def on_connection_close(self) -> None:
+        """Cancel a ``/wait`` run when its client disconnects and asked for it."""
+        if self._on_close is not None:
+            self._on_close()
+        super().on_connection_close()
+
+    async def _start(self, thread_id: str, body: RunCreateRequest) -> RunRecord:
+        if body.assistant_id not in {"lead_agent", "agent"}:
+            raise http_error(404, f"assistant {body.assistant_id!r} not found", "Not Found")
+        engine = self.service.engine
+        if body.if_not_exists == "reject":
+            store = await self.service.call(engine.store())
+            await self.service.call(store.threads.get(thread_id, self.user_id))
+        try:
+            message = convert_to_messages(body.input.messages)[0]
+        except (ValueError, NotImplementedError, KeyError) as exc:
+            raise http_error(422, f"input.messages[0]: {exc}", "Unprocessable Entity") from None
+        if not isinstance(message, HumanMessage):
+            raise http_error(422, "input.messages[0] must be a human/user message", "Unprocessable Entity")
+        options = self.service.client._defaults.merged(**body.options())
+        return await self.service.call(engine.start_run(
+            thread_id, message, options, body.secrets, user_id=self.user_id,
+            multitask_strategy=body.multitask_strategy, metadata=body.metadata, assistant_id="lead_agent"))
+
+    async def _final_state(self, record: Any) -> dict[str, Any]:
+        values = await self.service.call(self.service.engine.get_state(record.thread_id, self.user_id))
+        out = serialize_state(values)
+        if record.status != "success":
+            out["__error__"] = record.error or {"message": f"run ended with status {record.status}"}
+        return out
+
+    async def _wait(self, record: RunRecord, on_disconnect: str) -> dict[str, Any]:
+        if on_disconnect == "cancel":
+            runs, loop = self.service.engine.runs, self.service.client._loop
+            self._on_close = lambda: loop.submit(runs.cancel(record.run_id))
+        await self.service.call(record.wait())
+        self._on_close = None
+        return await self._final_state(record)
+
+    def _cleanup_later(self, record: RunRecord) -> None:
+        """Delete a stateless run's thread once the run is over."""
+        engine = self.service.engine
+
+        async def cleanup() -> None:
+            await record.wait()
+            store = await engine.store()
+            await store.delete_thread(record.thread_id, record.user_id)
+
+        self.service.client._loop.submit(cleanup())
+
+
+class ThreadRunsHandler(_RunHandler):
+    """``POST /threads/{id}/runs`` (background) and ``GET`` (list)."""
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def post(self, thread_id: str) -> None:
+        """Start a background run; returns the run."""
+        body = self.parse(RunCreateRequest)
+        record = await self._start(validate_id(thread_id, "thread_id"), body)
+        self.set_header("Content-Location", f"/threads/{thread_id}/runs/{record.run_id}")
+        self.write_json(run_json(record))
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def get(self, thread_id: str) -> None:
+        """The thread's runs, newest first (``?limit``, ``?offset``, ``?status``)."""
+        store = await self.service.call(self.service.engine.store())
+        await self.service.call(store.threads.get(thread_id, self.user_id))
+        limit = int(self.get_query_argument("limit", "10"))
+        offset = int(self.get_query_argument("offset", "0"))
+        runs = await self.service.call(self.service.engine.runs.list_by_thread(
+            thread_id, self.user_id, limit=limit, offset=offset, status=self.get_query_argument("status", None)))
+        self.write_json([run_json(r) for r in runs])
+
+
+class ThreadRunStreamHandler(_RunHandler):
+    """``POST /threads/{id}/runs/stream``: create and stream (SSE)."""
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def post(self, thread_id: str) -> None:
+        """Start a run and stream its events."""
+        body = self.parse(RunCreateRequest)
+        record = await self._start(validate_id(thread_id, "thread_id"), body)
+        await stream_run(self, run_id=record.run_id, thread_id=thread_id,
+                         modes=normalize_stream_modes(body.stream_mode), last_event_id=None,
+                         on_disconnect=body.on_disconnect)
+
+
+class ThreadRunWaitHandler(_RunHandler):
+    """``POST /threads/{id}/runs/wait``: create and block until done; returns the final state."""
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def post(self, thread_id: str) -> None:
+        """Start a run and return the thread's values when it ends."""
+        body = self.parse(RunCreateRequest)
+        record = await self._start(validate_id(thread_id, "thread_id"), body)
+        self.set_header("Content-Location", f"/threads/{thread_id}/runs/{record.run_id}")
+        self.write_json(await self._wait(record, body.on_disconnect))
+
+
+class StatelessRunHandler(_RunHandler):
+    """``POST /runs/stream`` and ``POST /runs/wait``: a run on a throwaway thread."""
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def post(self, mode: str) -> None:
+        """Run on a new thread, deleted afterwards unless ``on_completion="keep"``."""
+        body = self.parse(RunCreateRequest)
+        record = await self._start(str(uuid.uuid4()), body)
+        delete = (body.on_completion or "delete") == "delete"
+        if mode == "stream":
+            if delete:
+                self._cleanup_later(record)
+            await stream_run(self, run_id=record.run_id, thread_id=None,
+                             modes=normalize_stream_modes(body.stream_mode), last_event_id=None,
+                             on_disconnect=body.on_disconnect)
+            return
+        try:
+            result = await self._wait(record, body.on_disconnect)
+        finally:
+            if delete:
+                self._cleanup_later(record)
+        self.write_json(result)
+
+
+class RunHandler(_RunHandler):
+    """``GET /threads/{id}/runs/{run_id}``."""
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def get(self, thread_id: str, run_id: str) -> None:
+        """The run, or 404 (also for another user's run)."""
+        self.write_json(run_json(await self._run(thread_id, run_id)))
+
+    async def _run(self, thread_id: str, run_id: str) -> Any:
+        info = await self.service.call(self.service.engine.runs.get(run_id, self.user_id))
+        if info is None or info.thread_id != thread_id:
+            raise http_error(404, f"run {run_id!r} not found", "Not Found")
+        return info
+
+
+class RunJoinHandler(RunHandler):
+    """``GET /threads/{id}/runs/{run_id}/join``: block until the run ends; the final state."""
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def get(self, thread_id: str, run_id: str) -> None:
+        """Wait for the run, then return the thread's values."""
+        info = await self._run(thread_id, run_id)
+        if isinstance(info, RunRecord):
+            await self.service.call(info.wait())
+        self.write_json(await self._final_state(info))
+
+
+class RunJoinStreamHandler(RunHandler):
+    """``GET /threads/{id}/runs/{run_id}/stream``: (re)join the SSE stream, honouring ``Last-Event-ID``."""
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def get(self, thread_id: str, run_id: str) -> None:
+        """Stream from after ``Last-Event-ID`` (or what is retained)."""
+        await self._run(thread_id, run_id)
+        modes_arg = [m for m in self.get_query_arguments("stream_mode") if m]  # the SDK sends "" for none
+        modes = normalize_stream_modes(modes_arg) if modes_arg else None
+        cancel = self.get_query_argument("cancel_on_disconnect", "false").lower() in {"1", "true"}
+        await stream_run(self, run_id=run_id, thread_id=thread_id, modes=modes,
+                         last_event_id=self.request.headers.get("Last-Event-ID") or None,
+                         on_disconnect="cancel" if cancel else "continue")
+
+
+class RunCancelHandler(RunHandler):
+    """``POST /threads/{id}/runs/{run_id}/cancel?action=interrupt|rollback&wait=0|1``."""
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def post(self, thread_id: str, run_id: str) -> None:
+        """Cancel; 202 (``cancelled``), 404 (``unknown``), 409 (finished or executed elsewhere)."""
+        await self._run(thread_id, run_id)
+        action = self.get_query_argument("action", "interrupt")
+        outcome = await self.service.call(self.service.engine.runs.cancel(run_id, action=action,
+                                                                          user_id=self.user_id))
+        if outcome == CancelOutcome.UNKNOWN:
+            raise http_error(404, f"run {run_id!r} not found", "Not Found")
+        if outcome != CancelOutcome.CANCELLED:
+            if outcome == CancelOutcome.NOT_ACTIVE_LOCALLY:
+                self.set_header("Retry-After", "5")
+            raise http_error(409, f"run {run_id!r} cannot be cancelled here: {outcome.value}", "Conflict")
+        self.write_json({"run_id": run_id, "outcome": outcome.value, "status": "interrupted"},
+                        status=200 if self.get_query_argument("wait", "0") in {"1", "true"} else 202)
+
+
+class RunEventsHandler(RunHandler):
+    """``GET /threads/{id}/runs/{run_id}/events``: the run journal."""
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def get(self, thread_id: str, run_id: str) -> None:
+        """``{"data": [entries]}`` oldest first (``?event_type=`` filters)."""
+        await self._run(thread_id, run_id)
+        entries = await self.service.call(self.service.engine.run_events(
+            thread_id, run_id, user_id=self.user_id, event_type=self.get_query_argument("event_type", None)))
+        self.write_json({"data": entries})
+
+
+class WorkspaceChangesHandler(_RunHandler):
+    """``GET /threads/{id}/runs/{run_id}/workspace-changes`` and ``GET /threads/{id}/workspace-changes``."""
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def get(self, thread_id: str, run_id: str | None = None) -> None:
+        """The run's (default: latest) ``workspace_changes`` payload; no changes gives an empty list."""
+        if run_id is not None:
+            await RunHandler._run(self, thread_id, run_id)  # type: ignore[arg-type]
+        payload = await self.service.call(self.service.engine.workspace_changes(thread_id, run_id,
+                                                                                user_id=self.user_id))
+        self.write_json(payload or {"run_id": run_id, "thread_id": thread_id, "status": None,
+                                    "finished_at": None, "changes": [], "truncated": False})
+
+
+_T, _R = r"(?P<thread_id>[^/]+)", r"(?P<run_id>[^/]+)"
+default_handlers = [
+    (rf"/{API}/threads/{_T}/runs", ThreadRunsHandler),
+    (rf"/{API}/threads/{_T}/runs/stream", ThreadRunStreamHandler),
+    (rf"/{API}/threads/{_T}/runs/wait", ThreadRunWaitHandler),
+    (rf"/{API}/threads/{_T}/runs/{_R}", RunHandler),
+    (rf"/{API}/threads/{_T}/runs/{_R}/join", RunJoinHandler),
+    (rf"/{API}/threads/{_T}/runs/{_R}/stream", RunJoinStreamHandler),
+    (rf"/{API}/threads/{_T}/runs/{_R}/cancel", RunCancelHandler),
+    (rf"/{API}/threads/{_T}/runs/{_R}/events", RunEventsHandler),
+    (rf"/{API}/threads/{_T}/runs/{_R}/workspace-changes", WorkspaceChangesHandler),
+    (rf"/{API}/threads/{_T}/workspace-changes", WorkspaceChangesHandler),
+    (rf"/{API}/runs/(?P<mode>stream|wait)", StatelessRunHandler),
+]
+

@@ -1,0 +1,51 @@
+"""JSON shapes of the LangGraph-compatible resources (assistant, thread, run, state)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deerflow_nb.persistence import RunInfo, ThreadRecord
+from deerflow_nb.runtime.serialize import serialize_state
+from jupyter_ext.handlers.base import iso
+
+__all__ = ["ASSISTANT", "run_json", "state_json", "thread_json"]
+
+#: The one assistant: the lead agent.
+ASSISTANT: dict[str, Any] = {
+    "assistant_id": "lead_agent", "graph_id": "lead_agent", "name": "lead_agent",
+    "description": "DeerFlow's lead agent: sandboxed tools, skills, memory, subagents, human input.",
+    "config": {}, "context": {}, "metadata": {"created_by": "system"}, "version": 1,
+    "created_at": "1970-01-01T00:00:00+00:00", "updated_at": "1970-01-01T00:00:00+00:00",
+}
+
+
+def thread_json(record: ThreadRecord, values: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A LangGraph ``Thread`` (plus DeerFlow's ``title``)."""
+    return {"thread_id": record.thread_id, "created_at": iso(record.created_at), "updated_at": iso(record.updated_at),
+            "metadata": {**record.metadata, "graph_id": record.assistant_id, "assistant_id": record.assistant_id},
+            "status": record.status, "title": record.title,
+            "values": serialize_state(values) if values else {}, "interrupts": {}}
+
+
+def run_json(info: RunInfo) -> dict[str, Any]:
+    """A LangGraph ``Run`` (plus DeerFlow's ``error``, ``stop_reason``, ``usage``)."""
+    return {"run_id": info.run_id, "thread_id": info.thread_id, "assistant_id": info.assistant_id,
+            "created_at": iso(info.created_at), "updated_at": iso(info.updated_at), "status": info.status,
+            "metadata": info.metadata, "multitask_strategy": info.multitask_strategy, "kwargs": info.kwargs,
+            "error": info.error, "stop_reason": info.stop_reason, "usage": info.usage}
+
+
+def state_json(thread_id: str, item: dict[str, Any] | None) -> dict[str, Any]:
+    """A LangGraph ``ThreadState`` from one history item of the engine (``None``: no state yet)."""
+    if item is None:
+        return {"values": {}, "next": [], "tasks": [], "interrupts": [], "metadata": {}, "created_at": None,
+                "checkpoint": None, "parent_checkpoint": None}
+
+    def ref(checkpoint_id: str | None) -> dict[str, Any] | None:
+        if checkpoint_id is None:
+            return None
+        return {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}
+
+    return {"values": serialize_state(item["values"]), "next": [], "tasks": [], "interrupts": [],
+            "metadata": item.get("metadata", {}), "created_at": item.get("created_at"),
+            "checkpoint": ref(item["checkpoint_id"]), "parent_checkpoint": ref(item.get("parent_checkpoint_id"))}

@@ -1,0 +1,176 @@
+"""LangGraph-compatible assistants and threads routes."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from deerflow_nb.config import validate_id
+from jupyter_ext.handlers.base import API, DeerFlowHandler, api_method
+from jupyter_ext.handlers.shapes import ASSISTANT, state_json, thread_json
+from jupyter_ext.schemas import (
+    AssistantSearchRequest,
+    HistoryRequest,
+    ThreadCreateRequest,
+    ThreadPatchRequest,
+    ThreadSearchRequest,
+)
+
+__all__ = ["default_handlers"]
+
+
+class AssistantSearchHandler(DeerFlowHandler):
+    """``POST /assistants/search``: the lead agent."""
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def post(self) -> None:
+        """Search assistants (there is one: ``lead_agent``)."""
+        body = self.parse(AssistantSearchRequest)
+        matches = body.graph_id in (None, "lead_agent") and body.name in (None, "lead_agent")
+        self.write_json([ASSISTANT] if matches and body.offset == 0 else [])
+
+
+class AssistantHandler(DeerFlowHandler):
+    """``GET /assistants/{id}``."""
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def get(self, assistant_id: str) -> None:
+        """The assistant, or 404."""
+        if assistant_id != "lead_agent":
+            raise web.HTTPError(404, reason=f"assistant {assistant_id!r} not found")
+        self.write_json(ASSISTANT)
+
+
+class ThreadsHandler(DeerFlowHandler):
+    """``POST /threads``."""
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def post(self) -> None:
+        """Create a thread owned by the requesting user."""
+        body = self.parse(ThreadCreateRequest)
+        thread_id = validate_id(body.thread_id, "thread_id") if body.thread_id else str(uuid.uuid4())
+        store = await self.service.call(self.service.engine.store())
+        record = await self.service.call(store.threads.create(thread_id, self.user_id, metadata=body.metadata,
+                                                              if_exists=body.if_exists))
+        self.write_json(thread_json(record))
+
+
+class ThreadSearchHandler(DeerFlowHandler):
+    """``POST /threads/search``."""
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def post(self) -> None:
+        """The requesting user's threads, newest first."""
+        body = self.parse(ThreadSearchRequest)
+        store = await self.service.call(self.service.engine.store())
+        status = "running" if body.status == "busy" else body.status
+        records = await self.service.call(store.threads.search(
+            self.user_id, metadata=body.metadata, status=status, ids=body.ids, limit=body.limit,
+            offset=body.offset, sort_by=body.sort_by or "updated_at", sort_order=body.sort_order or "desc"))
+        self.write_json([thread_json(r) for r in records])
+
+
+class ThreadHandler(DeerFlowHandler):
+    """``GET`` / ``PATCH`` / ``DELETE /threads/{id}``."""
+
+    async def _record(self, thread_id: str) -> Any:
+        store = await self.service.call(self.service.engine.store())
+        return store, await self.service.call(store.threads.get(thread_id, self.user_id))
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def get(self, thread_id: str) -> None:
+        """The thread with its current values."""
+        _store, record = await self._record(thread_id)
+        values = await self.service.call(self.service.engine.get_state(thread_id, self.user_id))
+        self.write_json(thread_json(record, values))
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def patch(self, thread_id: str) -> None:
+        """Merge metadata into the thread."""
+        body = self.parse(ThreadPatchRequest)
+        store, _record = await self._record(thread_id)
+        await self.service.call(store.threads.update(thread_id, metadata=body.metadata))
+        _store, record = await self._record(thread_id)
+        self.write_json(thread_json(record))
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def delete(self, thread_id: str) -> None:
+        """Delete the thread's history, runs and journal (files stay on disk); 204."""
+        store, _record = await self._record(thread_id)
+        active = self.service.engine.runs.active_run(thread_id)
+        if active is not None:
+            await self.service.call(self.service.engine.runs.cancel(active.run_id))
+        await self.service.call(store.delete_thread(thread_id, self.user_id))
+        self.set_status(204)
+        self.finish()
+
+
+class ThreadStateHandler(DeerFlowHandler):
+    """``GET /threads/{id}/state``."""
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def get(self, thread_id: str) -> None:
+        """The newest checkpoint as a LangGraph ``ThreadState``."""
+        items = await self.service.call(self.service.engine.get_history(thread_id, 1, self.user_id))
+        self.write_json(state_json(thread_id, items[0] if items else None))
+
+
+class ThreadHistoryHandler(DeerFlowHandler):
+    """``POST`` / ``GET /threads/{id}/history``."""
+
+    async def _history(self, thread_id: str, limit: int, before: Any) -> None:
+        if isinstance(before, dict):
+            before = (before.get("configurable") or before).get("checkpoint_id")
+        items = await self.service.call(self.service.engine.get_history(thread_id, limit, self.user_id,
+                                                                        before=before))
+        self.write_json([state_json(thread_id, item) for item in items])
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def post(self, thread_id: str) -> None:
+        """Checkpoints, newest first (``limit`` 0 gives none)."""
+        body = self.parse(HistoryRequest)
+        await self._history(thread_id, body.limit, body.before)
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def get(self, thread_id: str) -> None:
+        """Checkpoints, newest first (``?limit=``, ``?before=``)."""
+        try:
+            limit = int(self.get_query_argument("limit", "10"))
+        except ValueError:
+            raise web.HTTPError(422, reason="limit must be an integer") from None
+        await self._history(thread_id, limit, self.get_query_argument("before", None))
+
+
+_T = r"(?P<thread_id>[^/]+)"
+default_handlers = [
+    (rf"/{API}/assistants/search", AssistantSearchHandler),
+    (rf"/{API}/assistants/(?P<assistant_id>[^/]+)", AssistantHandler),
+    (rf"/{API}/threads", ThreadsHandler),
+    (rf"/{API}/threads/search", ThreadSearchHandler),
+    (rf"/{API}/threads/{_T}", ThreadHandler),
+    (rf"/{API}/threads/{_T}/state", ThreadStateHandler),
+    (rf"/{API}/threads/{_T}/history", ThreadHistoryHandler),
+]

@@ -1,0 +1,148 @@
+"""Pydantic models of the request bodies (validated before anything runs).
+
+Unknown fields are rejected (422 naming them) so that SDK options DeerFlow does not
+implement are never silently dropped; placeholders accept only the stock
+``langgraph-sdk`` defaults (``stream_resumable=False``, ``stream_subgraphs=False``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from deerflow_nb.runtime.stream_modes import PUBLIC_STREAM_MODES
+
+__all__ = [
+    "AssistantSearchRequest",
+    "FeedbackRequest",
+    "HistoryRequest",
+    "RunCreateRequest",
+    "ThreadCreateRequest",
+    "ThreadPatchRequest",
+    "ThreadSearchRequest",
+]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RunInput(BaseModel):
+    """``input``: the messages that start the run (one human message)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[dict[str, Any]] = Field(min_length=1, max_length=1,
+                                           description="Exactly one message: {'role': 'user', 'content': ...}.")
+
+
+class RunCreateRequest(_Body):
+    """Body of ``POST /threads/{id}/runs[/stream|/wait]`` and ``POST /runs/stream|wait``."""
+
+    assistant_id: str = "lead_agent"
+    input: RunInput
+    command: None = Field(default=None, description="Not supported: answer human input with a new message.")
+    config: dict[str, Any] | None = Field(default=None, description="configurable: model_name, thinking_enabled, "
+                                          "is_plan_mode, subagent_enabled; recursion_limit.")
+    context: dict[str, Any] | None = Field(default=None, description="Same keys as config.configurable.")
+    metadata: dict[str, Any] | None = None
+    stream_mode: str | list[str] | None = Field(default=None, description=f"Any of {list(PUBLIC_STREAM_MODES)}.")
+    stream_subgraphs: Literal[False] = False
+    stream_resumable: bool = Field(default=False, description="Streams are always resumable with Last-Event-ID.")
+    interrupt_before: None = None
+    interrupt_after: None = None
+    feedback_keys: list[str] | None = None
+    webhook: None = None
+    checkpoint: None = None
+    checkpoint_id: None = None
+    multitask_strategy: Literal["reject", "interrupt", "rollback"] = "reject"
+    if_not_exists: Literal["create", "reject"] = "create"
+    on_disconnect: Literal["cancel", "continue"] = "continue"
+    on_completion: Literal["delete", "keep"] | None = None
+    after_seconds: Literal[0] | None = None
+    langsmith_tracer: None = None
+    secrets: dict[str, str] | None = Field(default=None, description="Request-scoped secrets for skills; never stored.")
+
+    @field_validator("stream_mode")
+    @classmethod
+    def _modes(cls, value: str | list[str] | None) -> str | list[str] | None:
+        modes = [value] if isinstance(value, str) else (value or [])
+        bad = [m for m in modes if m not in PUBLIC_STREAM_MODES]
+        if bad:
+            raise ValueError(f"unsupported stream mode(s) {bad}; supported: {list(PUBLIC_STREAM_MODES)}")
+        return value
+
+    def options(self) -> dict[str, Any]:
+        """Run options (the engine's ``RunOptions`` fields) from ``config``/``context``."""
+        merged: dict[str, Any] = {**((self.config or {}).get("configurable") or {}), **(self.context or {})}
+        names = {"model_name": "model_name", "thinking_enabled": "thinking_enabled", "is_plan_mode": "plan_mode",
+                 "plan_mode": "plan_mode", "subagent_enabled": "subagent_enabled"}
+        options = {target: merged[key] for key, target in names.items() if key in merged}
+        if self.config and self.config.get("recursion_limit"):
+            options["recursion_limit"] = int(self.config["recursion_limit"])
+        return options
+
+
+class ThreadCreateRequest(_Body):
+    """Body of ``POST /threads``."""
+
+    thread_id: str | None = None
+    metadata: dict[str, Any] | None = None
+    if_exists: Literal["raise", "do_nothing"] = "raise"
+    graph_id: str | None = None
+    supersteps: None = None
+    ttl: None = None
+
+
+class ThreadPatchRequest(_Body):
+    """Body of ``PATCH /threads/{id}``."""
+
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    ttl: None = None
+
+
+class ThreadSearchRequest(_Body):
+    """Body of ``POST /threads/search``."""
+
+    metadata: dict[str, Any] | None = None
+    values: None = None
+    ids: list[str] | None = None
+    status: Literal["idle", "running", "busy", "error", "interrupted"] | None = None
+    limit: int = Field(default=10, ge=1, le=1000)
+    offset: int = Field(default=0, ge=0)
+    sort_by: Literal["thread_id", "created_at", "updated_at"] | None = None
+    sort_order: Literal["asc", "desc"] | None = None
+    select: list[str] | None = None
+    extract: None = None
+
+
+class HistoryRequest(_Body):
+    """Body of ``POST /threads/{id}/history``."""
+
+    limit: int = Field(default=10, ge=0, le=1000)
+    before: dict[str, Any] | str | None = None
+    metadata: dict[str, Any] | None = None
+    checkpoint: dict[str, Any] | None = None
+    select: list[str] | None = None
+
+
+class AssistantSearchRequest(_Body):
+    """Body of ``POST /assistants/search``."""
+
+    metadata: dict[str, Any] | None = None
+    graph_id: str | None = None
+    name: str | None = None
+    limit: int = Field(default=10, ge=1, le=1000)
+    offset: int = Field(default=0, ge=0)
+    sort_by: str | None = None
+    sort_order: Literal["asc", "desc"] | None = None
+    select: list[str] | None = None
+    response_format: str | None = None
+
+
+class FeedbackRequest(_Body):
+    """Body of ``POST /threads/{id}/runs/{run_id}/feedback``."""
+
+    rating: Literal[-1, 1]
+    comment: str | None = Field(default=None, max_length=10_000)

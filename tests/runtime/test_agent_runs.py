@@ -1,0 +1,103 @@
+"""The runtime seen through the embedded client: journal, workspace changes, rollback, multitask."""
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from deerflow_nb.errors import ThreadBusyError
+from deerflow_nb.testing import ScriptedChatModel
+
+WRITE = [
+    {"content": "", "tool_calls": [{"name": "write_file", "args": {
+        "description": "write", "path": "/mnt/user-data/outputs/hello.txt", "content": "hello world\n"}}]},
+    "Wrote hello.txt.",
+]
+FORM = {"content": "", "tool_calls": [{"name": "ask_clarification", "args": {
+    "question": "Which dataset?", "clarification_type": "missing_info", "options": ["a.csv", "b.csv"]}}]}
+
+
+def run_events(agent, thread, run_id=None, event_type=None):
+    return agent._loop.run(agent._engine.run_events(thread.id, run_id, event_type=event_type))
+
+
+def test_journal_records_messages_tools_and_workspace_changes(make_agent):
+    agent = make_agent(WRITE)
+    thread = agent.thread()
+    run = thread.start("Write hello.txt")
+    seen = list(run.events())
+    assert run.wait() == "Wrote hello.txt."
+    custom = [e.data for e in seen if e.type == "custom" and e.data.get("type") == "workspace_changes"]
+    assert custom and custom[0]["added"] == 1 and custom[0]["paths"] == ["/mnt/user-data/outputs/hello.txt"]
+    assert seen[-1].type == "end"
+    types = [e["event_type"] for e in run_events(agent, thread, run.run_id)]
+    assert types[0] == "human_message"
+    assert types.index("tool_call") < types.index("tool_result") < types.index("ai_message")
+    assert types[-2:] == ["workspace_changes", "run_end"]
+    changes = agent._loop.run(agent._engine.workspace_changes(thread.id))
+    (change,) = changes["changes"]
+    assert change["path"] == "/mnt/user-data/outputs/hello.txt" and change["status"] == "added"
+    assert "+hello world" in change["diff"] and changes["run_id"] == run.run_id
+    ai = [e for e in run_events(agent, thread, run.run_id) if e["event_type"] == "ai_message"]
+    assert ai[-1]["payload"]["content"] == "Wrote hello.txt."
+
+
+def test_human_input_request_and_answer_are_journaled(make_agent):
+    agent = make_agent([FORM, "Using a.csv."])
+    thread = agent.thread()
+    assert thread.chat("Analyse", responses="a.csv") == "Using a.csv."
+    types = [e["event_type"] for e in run_events(agent, thread)]
+    assert "human_input_request" in types and "human_input_response" in types
+    request = run_events(agent, thread, event_type="human_input_request")[0]["payload"]
+    assert request["question"] == "Which dataset?"
+
+
+def test_cancel_with_rollback_restores_the_previous_state(make_agent):
+    model = ScriptedChatModel(responses=["first answer", "slow " * 200], latency=0.02)
+    agent = make_agent(model=model)
+    thread = agent.thread()
+    thread.chat("one")
+    before = [m.content for m in thread.messages]
+    run = thread.start("two")
+    events = run.events()
+    next(events)  # the run is under way
+    assert run.cancel(action="rollback") == "cancelled"
+    assert run.status == "interrupted"
+    assert [m.content for m in thread.messages] == before
+    assert thread.start("three").wait() is not None
+
+
+def test_interrupt_strategy_replaces_the_active_run(make_agent):
+    model = ScriptedChatModel(responses=["slow " * 200, "quick"], latency=0.02)
+    agent = make_agent(model=model)
+    thread = agent.thread()
+    engine = agent._engine
+    opts = agent._defaults
+    first = agent._loop.run(engine.start_run(thread.id, "one", opts))
+    with pytest.raises(ThreadBusyError):
+        agent._loop.run(engine.start_run(thread.id, "two", opts))
+    second = agent._loop.run(engine.start_run(thread.id, "two", opts, multitask_strategy="interrupt"))
+    assert first.status == "interrupted"
+    agent._loop.run(second.wait())
+    assert second.status == "success"
+    humans = [m.content for m in thread.messages if isinstance(m, HumanMessage)]
+    assert humans[-1] == "two"
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_full_run_on_each_database_backend(make_agent, tmp_path, backend):
+    import yaml
+
+    from tests.persistence.backends import database_target
+
+    with database_target(backend, tmp_path) as target:
+        database = {"backend": target.backend, "url": target.url} if backend == "postgres" else \
+            {"backend": "sqlite", "sqlite_path": str(target.sqlite_path)}
+        config = tmp_path / "config.yaml"
+        config.write_text(yaml.safe_dump({"config_version": 1, "database": database,
+                                          "memory": {"enabled": False}}))
+        agent = make_agent(WRITE, config_path=config)
+        thread = agent.thread()
+        assert thread.chat("Write hello.txt") == "Wrote hello.txt."
+        assert agent._loop.run(agent._engine.store()).backend == backend
+        assert thread.history(limit=1)[0]["values"]["messages"][-1].content == "Wrote hello.txt."
+        assert agent._loop.run(agent._engine.workspace_changes(thread.id))["changes"][0]["status"] == "added"
+        agent.close()

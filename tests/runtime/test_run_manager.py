@@ -1,0 +1,145 @@
+import asyncio
+import subprocess
+import sys
+
+import pytest
+import pytest_asyncio
+
+from deerflow_nb.errors import ThreadBusyError, UsageError
+from deerflow_nb.persistence import RunInfo, open_store
+from deerflow_nb.runtime import CancelOutcome, RunManager, StreamBridge, StreamEvent
+
+
+@pytest_asyncio.fixture
+async def store(tmp_path):
+    store = await open_store(tmp_path / "runs.db")
+    await store.threads.create("t", "u")
+    yield store
+    await store.aclose()
+
+
+def manager_for(store) -> RunManager:
+    return RunManager(StreamBridge(64), runs=store.runs, threads=store.threads)
+
+
+def gated(gate: asyncio.Event, events=("hello",)):
+    async def body(record):
+        await gate.wait()
+        for text in events:
+            yield StreamEvent("messages-tuple", {"type": "ai", "id": "m1", "content": text})
+        yield StreamEvent("end", {"usage": {"total_tokens": 3}, "stop_reason": None})
+    return body
+
+
+@pytest.mark.asyncio
+async def test_lifecycle_and_thread_status(store):
+    manager = manager_for(store)
+    gate = asyncio.Event()
+    record = await manager.create(thread_id="t", user_id="u", body=gated(gate, ("a", "b")))
+    assert record.status == "pending"
+    assert (await store.threads.get("t", "u")).status == "idle"  # not running before the run starts
+    await asyncio.sleep(0.05)
+    assert record.status == "running"
+    assert (await store.threads.get("t", "u")).status == "running"
+    assert (await store.runs.get(record.run_id, "u")).status == "running"
+    gate.set()
+    await record.wait()
+    assert record.status == "success" and record.final_text == "ab" and record.usage == {"total_tokens": 3}
+    stored = await store.runs.get(record.run_id, "u")
+    assert stored.status == "success" and stored.usage == {"total_tokens": 3}
+    assert (await store.threads.get("t", "u")).status == "idle"
+    events = [i.event.type async for i in manager.bridge.subscribe(record.run_id)]
+    assert events == ["messages-tuple", "messages-tuple", "end"]
+
+
+@pytest.mark.asyncio
+async def test_reject_interrupt_rollback_and_enqueue(store):
+    manager = manager_for(store)
+    gate = asyncio.Event()
+    first = await manager.create(thread_id="t", user_id="u", body=gated(gate))
+    with pytest.raises(ThreadBusyError):
+        await manager.create(thread_id="t", user_id="u", body=gated(gate))
+    with pytest.raises(UsageError, match="enqueue"):
+        await manager.create(thread_id="t", user_id="u", body=gated(gate), multitask_strategy="enqueue")
+    rolled_back = []
+
+    async def on_rollback(record):
+        rolled_back.append(record.run_id)
+
+    second = await manager.create(thread_id="t", user_id="u", body=gated(gate), multitask_strategy="interrupt",
+                                  on_rollback=on_rollback)
+    assert first.status == "interrupted" and rolled_back == []
+    third = await manager.create(thread_id="t", user_id="u", body=gated(gate), multitask_strategy="rollback")
+    assert second.status == "interrupted" and rolled_back == [second.run_id]
+    gate.set()
+    await third.wait()
+    assert third.status == "success"
+    statuses = {r.run_id: r.status for r in await manager.list_by_thread("t", "u")}
+    assert statuses == {first.run_id: "interrupted", second.run_id: "interrupted", third.run_id: "success"}
+
+
+@pytest.mark.asyncio
+async def test_two_processes_racing_on_one_database(store):
+    a, b = manager_for(store), manager_for(store)
+    gate = asyncio.Event()
+    results = await asyncio.gather(a.create(thread_id="t", user_id="u", body=gated(gate)),
+                                   b.create(thread_id="t", user_id="u", body=gated(gate)),
+                                   return_exceptions=True)
+    assert sum(isinstance(r, ThreadBusyError) for r in results) == 1
+    gate.set()
+    winner = next(r for r in results if not isinstance(r, BaseException))
+    await winner.wait()
+
+
+@pytest.mark.asyncio
+async def test_cancel_outcomes(store):
+    manager = manager_for(store)
+    gate = asyncio.Event()
+    record = await manager.create(thread_id="t", user_id="u", body=gated(gate))
+    assert await manager.cancel(record.run_id, user_id="someone-else") == CancelOutcome.UNKNOWN
+    assert await manager.cancel(record.run_id) == "cancelled"  # cancelled while still pending
+    assert record.status == "interrupted" and record.error["type"] == "Cancelled"
+    assert await manager.cancel(record.run_id) == CancelOutcome.NOT_CANCELLABLE
+    assert await manager.cancel("nope") == CancelOutcome.UNKNOWN
+    await store.runs.create(RunInfo("remote", "t", "u", owner="another-host:1"))
+    assert await manager.cancel("remote") == CancelOutcome.NOT_ACTIVE_LOCALLY
+    with pytest.raises(UsageError):
+        await manager.cancel(record.run_id, action="explode")
+
+
+@pytest.mark.asyncio
+async def test_error_and_timeout_statuses(store):
+    manager = manager_for(store)
+
+    async def boom(record):
+        yield StreamEvent("custom", {"x": 1})
+        raise RuntimeError("kaput")
+
+    record = await manager.create(thread_id="t", user_id="u", body=boom)
+    await record.wait()
+    assert record.status == "error" and record.error["message"] == "kaput"
+    assert (await store.threads.get("t", "u")).status == "error"
+
+    never = asyncio.Event()
+    slow = await manager.create(thread_id="t", user_id="u", body=gated(never), timeout=0.05)
+    await slow.wait()
+    assert (slow.status, slow.stop_reason) == ("timeout", "timeout")
+    assert (await store.runs.get(slow.run_id, "u")).status == "timeout"
+
+
+@pytest.mark.asyncio
+async def test_orphans_of_dead_processes_are_recovered(store):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    import socket
+
+    await store.runs.create(RunInfo("orphan", "t", "u", status="running", owner=f"{socket.gethostname()}:{dead.pid}"))
+    await store.threads.create("t2", "u")
+    await store.runs.create(RunInfo("alive", "t2", "u", status="running", owner="other-host:1"))
+    manager = manager_for(store)
+    assert await manager.recover_orphans() == ["orphan"]
+    orphan = await store.runs.get("orphan", "u")
+    assert (orphan.status, orphan.stop_reason) == ("error", "orphan_recovered")
+    assert (await store.runs.get("alive", "u")).status == "running"  # another host's run is left alone
+    record = await manager.create(thread_id="t", user_id="u", body=gated(asyncio.Event()))
+    await manager.cancel(record.run_id)  # the thread accepted a new run

@@ -1,0 +1,151 @@
+"""End to end against a real ``jupyter server`` process (127.0.0.1, random port, token auth, isolated dirs)."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import pytest
+from langgraph_sdk import get_sync_client
+
+import deerflow_nb as df
+
+from .conftest import write_config
+from .e2e import JupyterServer
+
+SLOW = "tick " * 80  # one word per 25 ms: ~2 s per run
+MSG = {"messages": [{"role": "user", "content": "go"}]}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    root = tmp_path_factory.mktemp("e2e")
+    config = write_config(root / "config.yaml", [SLOW] * 50, latency=0.025)
+    # two users, each identified by their token (the stock token auth is used by the restart test)
+    srv = JupyterServer(root, config, users={"tok-alice": "alice", "tok-bob": "bob"}).start()
+    yield srv
+    srv.stop()
+
+
+def sdk(server: JupyterServer, token: str | None = None):
+    token = token or ("tok-alice" if server.users else server.token)
+    return get_sync_client(url=server.api, api_key=None, headers=server.headers(token))
+
+
+def wait_status(client, tid, rid, wanted, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = client.runs.get(tid, rid)["status"]
+        if status in wanted:
+            return status
+        time.sleep(0.05)
+    raise AssertionError(f"run {rid} never reached {wanted}")
+
+
+def test_streaming_with_langgraph_sdk(server):
+    client = sdk(server)
+    tid = client.threads.create()["thread_id"]
+    parts = list(client.runs.stream(tid, "lead_agent", input=MSG, stream_mode=["values", "messages-tuple"]))
+    assert parts[0].event == "metadata" and parts[-1].event == "end"
+    text = "".join(p.data["content"] for p in parts if p.event == "messages-tuple" and p.data.get("type") == "ai")
+    assert text.split() == SLOW.split()
+    assert client.threads.get_state(tid)["values"]["messages"][-1]["content"].split() == SLOW.split()
+
+
+def test_reconnect_with_last_event_id_mid_run(server):
+    client = sdk(server)
+    tid = client.threads.create()["thread_id"]
+    run = client.runs.create(tid, "lead_agent", input=MSG)
+    url = f"{server.api}/threads/{tid}/runs/{run['run_id']}/stream"
+    seen: list[tuple[str, str]] = []
+    with httpx.stream("GET", url, headers=server.headers("tok-alice"), timeout=30) as response:
+        event_id = None
+        for line in response.iter_lines():
+            if line.startswith("id: "):
+                event_id = line[4:]
+            elif line.startswith("event: "):
+                kind = line[7:]
+            elif line == "" and event_id is not None:
+                seen.append((event_id, kind))
+                event_id = None
+                if len(seen) == 10:
+                    break  # drop the connection mid-run
+    assert client.runs.get(tid, run["run_id"])["status"] == "running"  # the run kept going
+    resumed = [(p.id, p.event) for p in client.runs.join_stream(tid, run["run_id"], last_event_id=seen[-1][0])
+               if p.id]
+    ids = [int(i) for i, _ in seen + resumed]
+    assert ids == list(range(1, len(ids) + 1))  # no event lost, none twice
+    assert resumed[-1][1] == "end"
+
+
+def test_conflict_on_busy_thread_and_cancel(server):
+    client = sdk(server)
+    tid = client.threads.create()["thread_id"]
+    run = client.runs.create(tid, "lead_agent", input=MSG)
+    response = httpx.post(f"{server.api}/threads/{tid}/runs", headers=server.headers("tok-alice"),
+                          json={"assistant_id": "lead_agent", "input": MSG}, timeout=30)
+    assert response.status_code == 409 and set(response.json()) >= {"message", "reason"}
+    wait_status(client, tid, run["run_id"], {"running"})
+    client.runs.cancel(tid, run["run_id"], wait=True)
+    assert client.runs.get(tid, run["run_id"])["status"] == "interrupted"
+    again = client.runs.wait(tid, "lead_agent", input=MSG)
+    assert again["messages"][-1]["type"] == "ai"
+
+
+def test_remote_client_over_http(server):
+    remote = df.DeerFlow.connect(url=server.api, token="tok-alice")
+    try:
+        thread = remote.thread()
+        assert thread.chat("hello").split() == SLOW.split()
+        events = list(thread.stream("again"))
+        assert events[-1].type == "end" and any(e.type == "messages-tuple" for e in events)
+        run = thread.start("third")
+        assert run.wait().split() == SLOW.split()
+        assert [type(m).__name__ for m in thread.messages][:2] == ["HumanMessage", "AIMessage"]
+        assert len(thread.history(limit=2)) == 2
+        assert thread.id in [t["thread_id"] for t in remote.threads()]
+    finally:
+        remote.close()
+
+
+def test_server_killed_mid_run_recovers_on_restart(tmp_path):
+    config = write_config(tmp_path / "config.yaml", [SLOW] * 10, latency=0.05)
+    srv = JupyterServer(tmp_path / "srv", config).start()
+    try:
+        client = sdk(srv)
+        tid = client.threads.create()["thread_id"]
+        run = client.runs.create(tid, "lead_agent", input=MSG)
+        wait_status(client, tid, run["run_id"], {"running"})
+        srv.kill()
+        srv.start()
+        client = sdk(srv)
+        recovered = client.runs.get(tid, run["run_id"])
+        assert recovered["status"] == "error" and recovered["stop_reason"] == "orphan_recovered"
+        assert client.threads.get(tid)["status"] == "error"
+        final = client.runs.wait(tid, "lead_agent", input=MSG)  # the thread works again
+        assert final["messages"][-1]["type"] == "ai"
+        assert client.runs.list(tid)[0]["status"] == "success"
+    finally:
+        srv.stop()
+
+
+def test_cross_user_isolation(server):
+    srv = server
+    alice, bob = sdk(srv, "tok-alice"), sdk(srv, "tok-bob")
+    tid = alice.threads.create()["thread_id"]
+    alice.runs.wait(tid, "lead_agent", input=MSG)
+    rid = alice.runs.list(tid)[0]["run_id"]
+    assert httpx.get(f"{srv.api}/health", headers=srv.headers("tok-bob")).json()["user_id"] == "bob"
+    for path in (f"/threads/{tid}", f"/threads/{tid}/state", f"/threads/{tid}/runs/{rid}",
+                 f"/threads/{tid}/runs/{rid}/events", f"/threads/{tid}/runs",
+                 f"/threads/{tid}/artifacts/mnt/user-data/outputs/x.txt"):
+        response = httpx.get(srv.api + path, headers=srv.headers("tok-bob"))
+        assert response.status_code == 404, path
+        assert httpx.get(srv.api + path, headers=srv.headers("tok-alice")).status_code in {200, 404}
+    assert bob.threads.search() == []
+    stolen = httpx.post(f"{srv.api}/threads/{tid}/runs", headers=srv.headers("tok-bob"),
+                        json={"assistant_id": "lead_agent", "input": MSG})
+    assert stolen.status_code == 404
+    assert httpx.get(f"{srv.api}/health", headers=srv.headers("nobody")).status_code in {401, 403}
+    assert tid in [t["thread_id"] for t in alice.threads.search(limit=100)]
+    assert (srv.root / "deerflow-home/users/alice/threads" / tid).is_dir()

@@ -1,0 +1,84 @@
+"""``DeerFlow.connect()``: discovery, and the remote Thread/Run API against the in-process server."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+import deerflow_nb as df
+from deerflow_nb.client.remote import RemoteDeerFlow, discover_server
+from deerflow_nb.errors import HumanInputRequired, NotFoundError, UsageError
+
+from .conftest import write_config
+
+
+@pytest.fixture
+def deerflow_config(tmp_path):
+    config = write_config(tmp_path / "config.yaml", [])
+    # a model whose answers depend only on the input, so graph rebuilds cannot reorder a script
+    config.write_text(config.read_text().replace("deerflow_nb.testing:ScriptedChatModel",
+                                                 "tests.server.models:FormThenReport"))
+    return config
+
+
+def test_discovery_explicit_hub_and_running_servers(monkeypatch):
+    assert discover_server("http://h:1/deerflow/api/", "t") == ("http://h:1/deerflow/api", "t")
+    monkeypatch.setenv("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:9/user/alice/")
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "hub-token")
+    assert discover_server() == ("http://127.0.0.1:9/user/alice/deerflow/api", "hub-token")
+    monkeypatch.delenv("JUPYTERHUB_SERVICE_URL")
+    servers = [{"pid": os.getppid(), "url": "http://127.0.0.1:8888/lab-base/", "token": "srv"},
+               {"pid": -1, "url": "http://other/", "token": "x"}]
+    monkeypatch.setattr("jupyter_server.serverapp.list_running_servers", lambda: iter(servers))
+    assert discover_server() == ("http://127.0.0.1:8888/lab-base/deerflow/api", "srv")
+    monkeypatch.setattr("jupyter_server.serverapp.list_running_servers", lambda: iter(servers[1:] * 2))
+    with pytest.raises(UsageError, match="connect\\(url="):
+        discover_server()
+
+
+async def test_remote_thread_api_and_human_input(api_url, jp_auth_header):
+    token = jp_auth_header["Authorization"].split()[1]
+    remote = df.DeerFlow.connect(url=api_url, token=token)
+    assert isinstance(remote, RemoteDeerFlow)
+    try:
+        thread = await remote.athread()
+        with pytest.raises(HumanInputRequired) as info:
+            await thread.achat("Build the report")
+        assert info.value.request["question"] == "Which dataset?"
+        assert await thread.arespond({"dataset": "a.csv"}) == "Report built from a.csv."
+        events = [e async for e in thread.astream("again")]
+        assert events[-1].type == "end" and "".join(
+            e.data["content"] for e in events if e.type == "messages-tuple" and e.data.get("type") == "ai"
+        ) == "Answer to again."
+        run = await thread.astart("third")
+        assert await run.await_result() == "Answer to third."
+        assert await run.acancel() == "not_cancellable"
+        state = await thread.aget_state()
+        assert [type(m).__name__ for m in state["messages"]][:2] == ["HumanMessage", "AIMessage"]
+        assert len(await thread.ahistory(limit=3)) == 3
+        changes = await remote._loop.arun(remote._http.request("GET", f"/threads/{thread.id}/workspace-changes"))
+        assert changes["changes"] == []
+        with pytest.raises(NotFoundError):
+            await remote._loop.arun(remote._http.request("GET", "/threads/missing/state"))
+    finally:
+        await remote._loop.arun(remote._http.aclose())
+        remote._loop.stop()
+
+
+def test_enablement_file_and_extension_point():
+    import tomllib
+    from pathlib import Path
+
+    from jupyter_ext import _jupyter_server_extension_points
+    from jupyter_ext.app import DeerFlowExtension
+
+    root = Path(__file__).resolve().parents[2]
+    config = json.loads((root / "jupyter-config/server-config/jupyter_ext.json").read_text())
+    assert config["ServerApp"]["jpserver_extensions"] == {"jupyter_ext": True}
+    shared = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"]
+    assert shared["shared-data"]["jupyter-config/server-config/jupyter_ext.json"] == \
+        "etc/jupyter/jupyter_server_config.d/jupyter_ext.json"
+    (point,) = _jupyter_server_extension_points()
+    assert point["app"] is DeerFlowExtension and DeerFlowExtension.name == "deerflow"
