@@ -1,0 +1,47 @@
+"""Long-term memory: per-user summaries and facts, learnt from conversations and injected into new ones.
+
+``memory.json`` holds the summaries; facts are Markdown files per agent bucket
+(:class:`MemoryStorage`). After a run the conversation is queued
+(:class:`MemoryQueue`) and a model turns it into updates (:func:`run_update`); the
+next thread's first human message carries the ``<memory>`` block
+(:func:`build_injection`). ``agent.memory`` is :class:`MemoryClient`.
+"""
+
+from deerflow_nb.memory.client import FactList, MemoryClient
+from deerflow_nb.memory.errors import MemoryConflictError, MemoryCorruptError, MemoryStoreError
+from deerflow_nb.memory.facts import CATEGORIES, Fact
+from deerflow_nb.memory.index import FactIndex, substring_search
+from deerflow_nb.memory.injection import build_injection, estimate_tokens
+from deerflow_nb.memory.plugin import MemoryPlugin
+from deerflow_nb.memory.queue import MemoryQueue, PendingUpdate
+from deerflow_nb.memory.service import MemoryService, conversation_of
+from deerflow_nb.memory.storage import DEFAULT_AGENT, MemoryStorage
+from deerflow_nb.memory.tools import MEMORY_TOOL_NAMES, build_memory_tools
+from deerflow_nb.memory.updater import MemoryUpdate, apply_update, parse_update, run_update
+
+__all__ = [
+    "CATEGORIES",
+    "DEFAULT_AGENT",
+    "MEMORY_TOOL_NAMES",
+    "Fact",
+    "FactIndex",
+    "FactList",
+    "MemoryClient",
+    "MemoryConflictError",
+    "MemoryCorruptError",
+    "MemoryPlugin",
+    "MemoryQueue",
+    "MemoryService",
+    "MemoryStorage",
+    "MemoryStoreError",
+    "MemoryUpdate",
+    "PendingUpdate",
+    "apply_update",
+    "build_injection",
+    "build_memory_tools",
+    "conversation_of",
+    "estimate_tokens",
+    "parse_update",
+    "run_update",
+    "substring_search",
+]
