@@ -1,0 +1,292 @@
+"""The chat transcript as plain data: what the chat widget shows, folded from events and history.
+
+No widget or I/O here, so the folding rules are unit-tested directly. A transcript
+is a list of *items* (JSON-ready dicts, which are also the widget's synced trait):
+
+- ``{"kind": "user", "id", "text"}``
+- ``{"kind": "assistant", "id", "text"}``
+- ``{"kind": "tool", "id", "name", "args", "result", "status"}`` (``running`` / ``success`` / ``error``)
+- ``{"kind": "subagent", "id", "description", "status", "message"}``
+- ``{"kind": "input_request", "id", "request", "answered", "answer_text", "error"}``
+- ``{"kind": "error", "id", "text"}``
+
+Messages may be LangChain messages (embedded client) or their serialized dicts
+(remote client); both are accepted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from deerflow_nb.agent.human_input import format_request_text
+from deerflow_nb.runtime.serialize import serialize_message
+
+__all__ = ["SUBAGENT_EVENTS", "Transcript", "message_dict"]
+
+SUBAGENT_EVENTS = frozenset({"task_started", "task_running", "task_completed", "task_failed", "task_timed_out"})
+_CLARIFY = "ask_clarification"
+
+
+def message_dict(message: BaseMessage | Mapping[str, Any]) -> dict[str, Any]:
+    """A message in the serialized (HTTP) form, whatever form it came in."""
+    if isinstance(message, BaseMessage):
+        return serialize_message(message)
+    return dict(message)
+
+
+def _text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
+    return str(content)
+
+
+class Transcript:
+    """Folds history messages and :class:`~deerflow_nb.StreamEvent`s into display items."""
+
+    def __init__(self) -> None:
+        self.items: list[dict[str, Any]] = []
+        self.title: str = ""
+        self.todos: list[dict[str, Any]] = []
+        self.artifacts: list[str] = []
+        self.usage: dict[str, int] = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+        self._index: dict[tuple[str, str], int] = {}  # (kind, id) -> position in items
+        self._seen: set[str] = set()  # message ids already shown
+        self._errors = 0
+
+    # -- items -----------------------------------------------------------------------
+    def find(self, kind: str, item_id: str) -> dict[str, Any] | None:
+        """The item of ``kind`` with ``item_id``, if shown."""
+        pos = self._index.get((kind, item_id))
+        return self.items[pos] if pos is not None else None
+
+    def _add(self, item: dict[str, Any]) -> dict[str, Any]:
+        self._index[(item["kind"], item["id"])] = len(self.items)
+        self.items.append(item)
+        return item
+
+    def add_user(self, text: str, item_id: str | None = None) -> dict[str, Any]:
+        """Show a message the user sent (``pending`` until the run's state confirms it)."""
+        return self._add({"kind": "user", "id": item_id or f"local-{len(self.items)}", "text": text,
+                          "pending": item_id is None})
+
+    def add_error(self, text: str) -> dict[str, Any]:
+        """Show an error line."""
+        self._errors += 1
+        return self._add({"kind": "error", "id": f"error-{self._errors}", "text": text})
+
+    def pending_request(self) -> dict[str, Any] | None:
+        """The unanswered input-request item, if any."""
+        for item in reversed(self.items):
+            if item["kind"] == "input_request":
+                return None if item["answered"] else item
+        return None
+
+    def final_text(self) -> str:
+        """The text of the last assistant item."""
+        for item in reversed(self.items):
+            if item["kind"] == "assistant" and item["text"]:
+                return str(item["text"])
+        return ""
+
+    # -- history ---------------------------------------------------------------------
+    def load_messages(self, messages: Iterable[BaseMessage | Mapping[str, Any]]) -> None:
+        """Render a thread's stored history (answered cards stay answered)."""
+        for raw in messages:
+            self._on_message(message_dict(raw), history=True)
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        """Render a full state: messages, title, todos, artifacts and the usage of stored AI messages."""
+        self.load_messages(state.get("messages") or [])
+        self._on_values(state, history=True)
+
+    def _on_message(self, data: dict[str, Any], *, history: bool) -> None:
+        kind, msg_id = data.get("type"), data.get("id") or ""
+        if msg_id and msg_id in self._seen and kind != "ai":
+            return
+        if msg_id:
+            self._seen.add(msg_id)
+        if kind == "human":
+            self._on_human(data)
+        elif kind == "ai":
+            if history and data.get("content"):
+                self._on_ai_text(msg_id, _text(data["content"]), replace=True)
+            if data.get("tool_calls"):
+                self._on_tool_calls(data["tool_calls"])
+            if history and data.get("usage_metadata"):
+                self._add_usage(data["usage_metadata"])
+        elif kind == "tool":
+            self._on_tool_result(data)
+
+    def _on_human(self, data: dict[str, Any]) -> None:
+        kwargs = data.get("additional_kwargs") or {}
+        response = kwargs.get("human_input_response")
+        if isinstance(response, dict):
+            card = self.find("input_request", str(response.get("tool_call_id")))
+            if card is not None:
+                card.update(answered=True, error="",
+                            answer_text=str(response.get("text") or response.get("option") or ""))
+            return
+        if data.get("hidden") or kwargs.get("hide_from_ui"):
+            return
+        text = _text(data.get("content"))
+        # adopt the optimistic item the widget added when the user pressed send
+        for item in self.items:
+            if item["kind"] == "user" and item.get("pending") and item["text"] == text:
+                del self._index[("user", item["id"])]
+                item.update(id=data.get("id") or item["id"], pending=False)
+                self._index[("user", item["id"])] = self.items.index(item)
+                return
+        self._add({"kind": "user", "id": data.get("id") or f"user-{len(self.items)}", "text": text,
+                   "pending": False})
+
+    def _on_ai_text(self, msg_id: str, text: str, *, replace: bool = False) -> None:
+        item = self.find("assistant", msg_id)
+        if item is None:
+            self._add({"kind": "assistant", "id": msg_id, "text": text})
+        else:
+            item["text"] = text if replace else item["text"] + text
+
+    def _on_tool_calls(self, calls: Iterable[Mapping[str, Any]]) -> None:
+        for call in calls:
+            call_id = str(call.get("id") or f"call-{len(self.items)}")
+            if call.get("name") == _CLARIFY or self.find("tool", call_id) is not None:
+                continue  # a clarification is shown as its card, once the request arrives
+            self._add({"kind": "tool", "id": call_id, "name": call.get("name", "?"),
+                       "args": dict(call.get("args") or {}), "result": None, "status": "running"})
+
+    def _on_tool_result(self, data: dict[str, Any]) -> None:
+        call_id = str(data.get("tool_call_id") or "")
+        artifact = data.get("artifact")
+        if isinstance(artifact, dict) and isinstance(artifact.get("human_input"), dict):
+            request = artifact["human_input"]
+            if self.find("input_request", call_id) is None:
+                self._add({"kind": "input_request", "id": call_id, "request": request, "answered": False,
+                           "answer_text": "", "error": ""})
+            return
+        item = self.find("tool", call_id)
+        if item is None:
+            item = self._add({"kind": "tool", "id": call_id, "name": data.get("name") or "?", "args": {},
+                              "result": None, "status": "running"})
+        item["result"] = _text(data.get("content"))
+        item["status"] = "error" if data.get("status") == "error" else "success"
+
+    def _on_values(self, state: Mapping[str, Any], *, history: bool = False) -> None:
+        if state.get("title"):
+            self.title = str(state["title"])
+        if "todos" in state:
+            self.todos = [dict(t) for t in state.get("todos") or []]
+        if state.get("artifacts"):
+            self.artifacts = [str(a) for a in state["artifacts"]]
+        if not history:
+            for raw in state.get("messages") or []:
+                data = message_dict(raw)
+                if data.get("type") == "human":  # AI text and tools arrive as messages-tuple
+                    self._on_message(data, history=False)
+
+    def _add_usage(self, usage: Mapping[str, Any]) -> None:
+        for key in self.usage:
+            value = usage.get(key)
+            if isinstance(value, int):
+                self.usage[key] += value
+
+    # -- live events -----------------------------------------------------------------
+    def apply(self, event: Any) -> None:
+        """Fold one :class:`~deerflow_nb.StreamEvent` (or ``{"type", "data"}`` dict) in."""
+        kind = event.get("type") if isinstance(event, Mapping) else event.type
+        data = event.get("data") if isinstance(event, Mapping) else event.data
+        if kind == "messages-tuple" and isinstance(data, dict):
+            if data.get("type") == "ai":
+                if data.get("content") and not data.get("tool_calls"):
+                    self._on_ai_text(str(data.get("id")), _text(data["content"]))
+                if data.get("tool_calls"):
+                    self._on_tool_calls(data["tool_calls"])
+            elif data.get("type") == "tool":
+                self._on_message(data, history=False)
+        elif kind == "values" and isinstance(data, dict):
+            self._on_values(data)
+        elif kind == "custom" and isinstance(data, dict) and data.get("type") in SUBAGENT_EVENTS:
+            self._on_subagent(data)
+        elif kind == "end" and isinstance(data, dict):
+            self._add_usage(data.get("usage") or {})
+            request = data.get("pending_input")
+            if isinstance(request, dict) and request.get("tool_call_id"):
+                self._on_tool_result({"tool_call_id": request["tool_call_id"],
+                                      "artifact": {"human_input": request}})
+        elif kind == "error" and isinstance(data, dict):
+            for item in self.items:  # tools that never answered will not answer now
+                if item["kind"] == "tool" and item["status"] == "running":
+                    item["status"] = "error"
+            label = "Stopped" if data.get("type") == "Cancelled" else "Error"
+            self.add_error(f"{label}: {data.get('message', 'run failed')}")
+
+    def _on_subagent(self, data: dict[str, Any]) -> None:
+        task_id = str(data.get("task_id") or data.get("id") or "task")
+        status = str(data["type"]).removeprefix("task_")
+        item = self.find("subagent", task_id)
+        if item is None:
+            item = self._add({"kind": "subagent", "id": task_id, "description": "", "status": status,
+                              "message": ""})
+        item["status"] = status
+        if data.get("description"):
+            item["description"] = str(data["description"])
+        for key in ("message", "result", "error"):
+            if data.get(key):
+                item["message"] = _text(data[key]) if not isinstance(data[key], dict) else json.dumps(data[key])
+        if data.get("model_name"):
+            item["model"] = str(data["model_name"])
+
+    # -- text fallbacks --------------------------------------------------------------
+    def to_markdown(self) -> str:
+        """The conversation as Markdown (for nbconvert and frontends without widgets)."""
+        parts: list[str] = [f"### {self.title}"] if self.title else []
+        for item in self.items:
+            kind = item["kind"]
+            if kind == "user":
+                parts.append("**You:** " + item["text"])
+            elif kind == "assistant":
+                parts.append(item["text"])
+            elif kind == "tool":
+                parts.append(f"> 🔧 `{item['name']}` — {item['status']}")
+            elif kind == "subagent":
+                parts.append(f"> 🤖 subagent {item['description'] or item['id']} — {item['status']}")
+            elif kind == "input_request":
+                state = f"answered: {item['answer_text']}" if item["answered"] else "waiting for your answer"
+                body = format_request_text(item["request"]).replace("\n", "\n> ")
+                parts.append(f"> ❓ {body}\n>\n> *({state})*")
+            elif kind == "error":
+                parts.append(f"> ⚠️ {item['text']}")
+        if self.todos:
+            marks = {"completed": "x", "in_progress": "~"}
+            parts.append("\n".join(f"- [{marks.get(t.get('status', ''), ' ')}] {t.get('content', '')}"
+                                   for t in self.todos))
+        if self.artifacts:
+            parts.append("**Files:** " + ", ".join(f"`{a}`" for a in self.artifacts))
+        return "\n\n".join(parts)
+
+    def to_text(self) -> str:
+        """A short plain-text form: who said what, tools by name."""
+        lines = [f"[{self.title}]"] if self.title else []
+        for item in self.items:
+            kind = item["kind"]
+            if kind == "user":
+                lines.append(f"You: {item['text']}")
+            elif kind == "assistant":
+                lines.append(f"DeerFlow: {item['text']}")
+            elif kind == "tool":
+                lines.append(f"  [tool {item['name']}: {item['status']}]")
+            elif kind == "subagent":
+                lines.append(f"  [subagent {item['description'] or item['id']}: {item['status']}]")
+            elif kind == "input_request":
+                state = "answered" if item["answered"] else "waiting"
+                lines.append(f"  [question ({state})] {item['request'].get('question', '')}")
+            elif kind == "error":
+                lines.append(f"  [{item['text']}]")
+        return "\n".join(lines)

@@ -1,0 +1,265 @@
+"""``ChatWidget``: a thread's conversation, streamed live, with follow-ups, stop and form cards.
+
+Written against the public ``Thread`` / ``Run`` interface only (``state``,
+``astart``/``start``, ``run.aevents()``, ``run.acancel()``/``cancel()``), so it
+works with the embedded client and with ``DeerFlow.connect()`` alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import copy
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from langchain_core.messages import HumanMessage
+from traitlets import Dict, List, Unicode
+
+from deerflow_nb.errors import UsageError
+from deerflow_nb.widgets._artifacts import artifact_preview, read_artifact
+from deerflow_nb.widgets._base import DeerFlowWidget, load_esm, spawn
+from deerflow_nb.widgets._throttle import DEFAULT_RATE, CallLater, Throttle
+from deerflow_nb.widgets._transcript import Transcript
+from deerflow_nb.widgets.human_input import response_message
+
+__all__ = ["ChatWidget"]
+
+Task = asyncio.Future[Any] | concurrent.futures.Future[Any]
+
+
+class ChatWidget(DeerFlowWidget):
+    """The chat widget bound to one thread (``thread.ui()`` / ``agent.ui()``).
+
+    Args:
+        thread: the :class:`~deerflow_nb.Thread` (embedded or remote).
+        message: send this message at once (the run streams in the background).
+        run: attach to a run already started on the thread.
+        history: render the thread's stored messages first.
+        options: run options for every message sent from the widget (``plan_mode=True``, ...).
+        rate: maximum front-end updates a second while tokens stream.
+        clock: monotonic clock used for that limit (tests inject a fake one).
+        call_later: timer for flushing the last pending update (default: the running loop's).
+    """
+
+    _esm = load_esm("_common.js", "chat.js")
+
+    thread_id = Unicode("").tag(sync=True)
+    title = Unicode("").tag(sync=True)
+    status = Unicode("idle", help="idle | running | waiting | error | stopped").tag(sync=True)
+    items: List[Any] = List(help="transcript items, see deerflow_nb.widgets._transcript").tag(sync=True)
+    todos: List[Any] = List().tag(sync=True)
+    usage = Dict().tag(sync=True)
+    files: List[Any] = List(help="previews of presented files").tag(sync=True)
+
+    def __init__(self, thread: Any, *, message: str | None = None, run: Any = None, history: bool = True,
+                 options: Mapping[str, Any] | None = None, rate: float = DEFAULT_RATE,
+                 clock: Callable[[], float] = time.monotonic, call_later: CallLater | None = None) -> None:
+        super().__init__(thread_id=str(thread.id))
+        self.thread = thread
+        self.options = dict(options or {})
+        self.run: Any = None
+        self.task: Task | None = None
+        self._transcript = Transcript()
+        self._rate = rate
+        self._clock = clock
+        self._call_later = call_later
+        self._stop_requested = False
+        self.on_msg(self._on_front_end_msg)
+        if history:
+            self._transcript.load_state(thread.state)
+            if self._transcript.pending_request() is not None:
+                self.status = "waiting"
+            self.files = self._previews(self._transcript.artifacts)
+            self._push()
+        if run is not None:
+            self.attach(run)
+        elif message is not None:
+            self.send(message)
+
+    # -- text fallbacks --------------------------------------------------------------
+    def _summary(self) -> str:
+        title = f" {self.title!r}" if self.title else ""
+        return f"<ChatWidget{title} items={len(self.items)} status={self.status}>"
+
+    def _text(self) -> str:
+        return self._transcript.to_text() or self._summary()
+
+    def _markdown(self) -> str:
+        return self._transcript.to_markdown() or "*(empty conversation)*"
+
+    @property
+    def text(self) -> str:
+        """The latest answer's full text."""
+        return self._transcript.final_text()
+
+    @property
+    def busy(self) -> bool:
+        """Whether a run started or attached by this widget is still going."""
+        return self.task is not None and not self.task.done()
+
+    # -- state -> front end ------------------------------------------------------------
+    def _push(self) -> None:
+        """Send the transcript to the front end (one comm message for all changed traits)."""
+        t = self._transcript
+        with self.hold_sync():
+            self.items = copy.deepcopy(t.items)
+            self.title = t.title
+            self.todos = copy.deepcopy(t.todos)
+            self.usage = dict(t.usage)
+
+    def _previews(self, paths: list[str]) -> list[dict[str, Any]]:
+        previews = []
+        for path in paths:
+            try:
+                data, mime = read_artifact(self.thread, path)
+                previews.append(artifact_preview(path, data, mime))
+            except Exception as exc:  # a deleted or unreadable file must not break the chat
+                previews.append({"path": path, "name": path.rsplit("/", 1)[-1], "mime": "", "size": 0,
+                                 "kind": "file", "error": f"cannot read {path}: {exc}"})
+        return previews
+
+    # -- actions -------------------------------------------------------------------------
+    def send(self, message: str, **options: Any) -> Task:
+        """Send a follow-up; the run streams into the widget in the background."""
+        if not isinstance(message, str) or not message.strip():
+            raise UsageError("message must be a non-empty string")
+        self._transcript.add_user(message)
+        return self._launch(message, options)
+
+    def respond(self, answer: Any, *, tool_call_id: str | None = None) -> Task:
+        """Answer the open question card (text, an option, or a dict of form values) and continue.
+
+        The answer is validated like ``thread.respond``; an invalid one is shown on the
+        card and raised as :class:`~deerflow_nb.errors.UsageError`.
+        """
+        card = self._transcript.pending_request()
+        if card is None:
+            raise UsageError("there is no open question to answer in this chat")
+        if tool_call_id is not None and tool_call_id != card["id"]:
+            raise UsageError(f"question {tool_call_id!r} is not the open one ({card['id']!r})")
+        try:
+            message = response_message(card["request"], answer)
+        except UsageError as exc:
+            card["error"] = str(exc)
+            self._push()
+            raise
+        card.update(answered=True, answer_text=str(message.content), error="")
+        return self._launch(message, {})
+
+    def attach(self, run: Any) -> Task:
+        """Stream an already started run into the widget."""
+        self._check_idle()
+        self.status = "running"
+        self._push()
+        self.task = spawn(self._consume(run))
+        return self.task
+
+    def stop(self) -> None:
+        """Cancel the running run (its partial answer stays visible)."""
+        self._stop_requested = True
+        if self.run is not None and not getattr(self.run, "done", False):
+            spawn(self._acancel(self.run))
+
+    async def finished(self) -> str:
+        """Wait for the widget's current run; return the latest answer's text."""
+        task = self.task
+        if task is not None:
+            if isinstance(task, concurrent.futures.Future):
+                await asyncio.wrap_future(task)
+            else:
+                await task
+        return self.text
+
+    def wait(self, timeout: float | None = None) -> str:
+        """Block until the current run ends (not from the loop running it: ``await finished()`` there)."""
+        task = self.task
+        if isinstance(task, concurrent.futures.Future):
+            task.result(timeout)
+        elif task is not None and not task.done():
+            raise UsageError("the run streams on this thread's event loop; use `await chat.finished()`")
+        return self.text
+
+    def workspace_diff(self, mode: str = "unified") -> Any:
+        """A :class:`~deerflow_nb.widgets.WorkspaceDiff` of the files this chat's latest run changed."""
+        from deerflow_nb.widgets.workspace_diff import WorkspaceDiff
+
+        return WorkspaceDiff(self.thread, run_id=getattr(self.run, "run_id", None), mode=mode)
+
+    # -- background work -------------------------------------------------------------
+    def _check_idle(self) -> None:
+        if self.busy:
+            raise UsageError("this chat has a run in progress; wait for it or press stop")
+
+    def _launch(self, message: str | HumanMessage, options: Mapping[str, Any]) -> Task:
+        self._check_idle()
+        self._stop_requested = False
+        self.status = "running"
+        self._push()
+        self.task = spawn(self._start_and_consume(message, {**self.options, **options}))
+        return self.task
+
+    async def _start_and_consume(self, message: str | HumanMessage, options: dict[str, Any]) -> None:
+        try:
+            astart = getattr(self.thread, "astart", None)
+            if astart is not None:
+                run = await astart(message, **options)
+            else:
+                run = await asyncio.to_thread(self.thread.start, message, **options)
+        except Exception as exc:
+            self._transcript.add_error(f"Error: {exc}")
+            self._push()
+            self.status = "error"
+            return
+        if self._stop_requested:  # stop pressed while the run was starting
+            await self._acancel(run)
+        await self._consume(run)
+
+    async def _acancel(self, run: Any) -> None:
+        acancel = getattr(run, "acancel", None)
+        if acancel is not None:
+            await acancel()
+        else:
+            await asyncio.to_thread(run.cancel)
+
+    async def _consume(self, run: Any) -> None:
+        self.run = run
+        throttle = Throttle(self._push, rate=self._rate, clock=self._clock,
+                            call_later=self._call_later or asyncio.get_running_loop().call_later)
+        status = "idle"
+        try:
+            async for event in run.aevents():
+                self._transcript.apply(event)
+                if event.type == "error":
+                    status = "stopped" if (event.data or {}).get("type") == "Cancelled" else "error"
+                throttle.touch()
+        except Exception as exc:  # the stream itself broke (e.g. a remote disconnect)
+            self._transcript.add_error(f"Error: lost the run's event stream: {exc}")
+            status = "error"
+        finally:
+            throttle.close()
+        if status == "idle" and self._transcript.pending_request() is not None:
+            status = "waiting"
+        self.files = await asyncio.to_thread(self._previews, list(self._transcript.artifacts))
+        self._push()
+        self.status = status
+
+    def _on_front_end_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        """Front-end messages: ``send``, ``stop`` and ``respond`` (errors are shown, not raised)."""
+        if not isinstance(content, dict):
+            return
+        kind = content.get("kind")
+        try:
+            if kind == "send":
+                self.send(str(content.get("text", "")))
+            elif kind == "stop":
+                self.stop()
+            elif kind == "respond":
+                self.respond(content.get("answer"), tool_call_id=content.get("tool_call_id"))
+        except Exception as exc:  # a button must never fail silently
+            card = self._transcript.pending_request()
+            if not (kind == "respond" and card is not None and card["error"] == str(exc)):
+                self._transcript.add_error(f"{type(exc).__name__}: {exc}" if not isinstance(exc, UsageError)
+                                           else str(exc))
+                self._push()
