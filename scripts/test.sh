@@ -13,14 +13,19 @@ fi
 export VIRTUAL_ENV="$PWD/.venv"
 uv pip install --quiet -e ".[test,embedded]"
 
-# Services the suite uses: each script is idempotent and says what it did.
-for setup in .ci/sandbox-setup.sh .ci/server-setup.sh .ci/browser-setup.sh .ci/embedded-setup.sh; do
+# Services the suite uses: each script is idempotent and says what it did. A line it prints as
+# `export NAME=value` (e.g. DEERFLOW_TEST_POSTGRES_URL) is applied to the test environment.
+for setup in .ci/sandbox-setup.sh .ci/server-setup.sh .ci/browser-setup.sh; do
   if [ -f "$setup" ]; then
     echo "== $setup"
-    bash "$setup" || echo "!! $setup failed; the tests that need it will say so"
+    # to a file, not $(...): a daemon the script starts must not hold the pipe open
+    log=$(mktemp)
+    bash "$setup" >"$log" || echo "!! $setup failed; the tests that need it will say so"
+    grep -v '^export ' "$log" || true
+    eval "$(grep '^export [A-Za-z_][A-Za-z0-9_]*=' "$log" || true)"
+    rm -f "$log"
   fi
 done
-[ -f .ci/env ] && . .ci/env
 
 echo "== pytest"
 set +e

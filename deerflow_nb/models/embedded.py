@@ -143,6 +143,9 @@ class EmbeddedChatModel(BaseChatModel):
             stream_usage=True,
             max_retries=0,  # a local server that fails will fail again; surface it at once
             timeout=self.request_timeout,
+            # A long first prompt on two CPU cores can take minutes before the first token;
+            # the request timeout above bounds the whole call instead.
+            stream_chunk_timeout=None,
         )
 
     def _prepare(self, messages: list[BaseMessage], names: frozenset[str]) -> list[BaseMessage]:
