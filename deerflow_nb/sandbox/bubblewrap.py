@@ -1,7 +1,11 @@
-"""The ``bubblewrap`` provider: each command in fresh Linux namespaces via ``bwrap``.
+"""The ``bubblewrap`` provider: commands in Linux namespaces via ``bwrap``.
 
-Every command gets new user, pid, ipc, uts and (by default) network namespaces and
-sees only:
+Each (user, thread) sandbox is one long-lived ``bwrap`` instance, started by its first
+command, running the command runner of :mod:`.container_runner`, which receives each
+command as a JSON line on a pipe (see :mod:`.bwrap_instance`);
+``sandbox.bwrap_persistent: false`` runs a fresh ``bwrap`` per command instead (12-16 ms
+more per command). Either way, commands run in new user, pid, ipc, uts and (by default)
+network namespaces and see only:
 
 * ``/usr`` (and the ``/bin``, ``/lib*`` links), a few loader/locale/TLS files from
   ``/etc``, and the running Python's installation when it lives outside ``/usr`` —
@@ -10,31 +14,42 @@ sees only:
   and the skills at ``/mnt/skills/{public,custom}`` (read-only);
 * a private ``/tmp``, its own ``/proc`` and a minimal ``/dev``.
 
-Limits: the wall-clock timeout kills the whole pid namespace; memory and process
-count are bounded by a per-command cgroup where the host allows one (see
-:mod:`~deerflow_nb.sandbox.cgroups`) and always by ``ulimit -v`` / ``ulimit -u``;
-output is capped like every provider's. Processes started in the background end with
-the command (the namespace goes away): use the docker provider for long-lived ones.
-File operations run on the host through the same path mapping as ``local``.
+Limits: each command runs in its own process group with stdin at EOF and an
+``RLIMIT_AS`` of ``sandbox.memory_mb`` (``RLIMIT_NPROC`` too without cgroups). Where the
+host allows cgroups (see :mod:`~deerflow_nb.sandbox.cgroups`) a persistent instance runs
+in one cgroup bounding all its processes (``pids_limit`` and ``memory_mb``, plus room for
+the runner), and a one-shot command in a cgroup of its own. The wall-clock timeout kills
+the command's process group and every descendant (one-shot: the whole pid namespace).
+Output is capped like every provider's. Background processes live until the instance
+stops (release, idle timeout, shutdown); one-shot commands take theirs along. File
+operations run on the host through the same path mapping as ``local``.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import dataclasses
 import functools
 import logging
 import os
 import shutil
 import subprocess
 import sys
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 
 from deerflow_nb.config.paths import Paths
 from deerflow_nb.config.schema import SandboxConfig
 from deerflow_nb.errors import SandboxError
+from deerflow_nb.sandbox import container_runner
 from deerflow_nb.sandbox.base import CommandResult
+from deerflow_nb.sandbox.bwrap_instance import BwrapInstance, InstancePool
 from deerflow_nb.sandbox.cgroups import CgroupManager, CommandCgroup, cgroups_disabled
-from deerflow_nb.sandbox.isolation import SANDBOX_PATH, add_limit_notes, isolated_env
+from deerflow_nb.sandbox.docker_runner import reply_to_result
+from deerflow_nb.sandbox.env_policy import mask_values
+from deerflow_nb.sandbox.isolation import SANDBOX_PATH, LimitEvents, add_limit_notes, isolated_env
 from deerflow_nb.sandbox.local import LocalSandbox, LocalSandboxProvider
 from deerflow_nb.sandbox.paths import VIRTUAL_SKILLS, VIRTUAL_WORKSPACE
 from deerflow_nb.sandbox.process import run_command
@@ -44,9 +59,8 @@ __all__ = ["BubblewrapSandbox", "BubblewrapSandboxProvider", "bwrap_available"]
 
 _log = logging.getLogger(__name__)
 
-# Only what programs need to start and format output; never passwd/shadow/ssh keys.
 # Dynamic loader, alternatives links, time zone and NSS config: what programs need to
-# start. Never passwd/shadow/ssh keys; every extra bind costs per-command time.
+# start. Never passwd/shadow/ssh keys; every extra bind costs start-up time.
 _ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "nsswitch.conf")
 _NETWORK_ETC = ("resolv.conf", "hosts", "host.conf", "gai.conf", "services", "protocols", "ssl", "ca-certificates")
 _ROOT_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
@@ -60,6 +74,14 @@ _JOIN_SCRIPT = (
     'ulimit -v "$1" || exit 125; n=$2; shift 2; '
     'while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@"'
 )
+# The runner is bound read-only into each instance (not sent with -c: `ps` would show it).
+_RUNNER_FILE = Path(container_runner.__file__).resolve()
+_RUNNER_PATH = "/run/deerflow-nb/runner.py"
+# A persistent instance's cgroup also holds bwrap and the runner: room for them.
+_RUNNER_PIDS = 16
+_RUNNER_MEMORY = 64 * 1024 * 1024
+_DEADLINE_SLACK_S = 30.0
+_LEFTOVERS_NOTE = "[the processes it left running were stopped, so they do not hold the process slots]"
 
 
 @functools.cache
@@ -96,9 +118,8 @@ class BubblewrapSandbox(LocalSandbox):
 
     provider: BubblewrapSandboxProvider
 
-    def command_argv(self, command: str, *, with_rlimits: bool = True) -> list[str]:
-        """``bwrap <namespaces, mounts> -- bash -c command`` (``ulimit`` first if asked)."""
-        cfg = self.config
+    def sandbox_args(self) -> list[str]:
+        """``bwrap <namespaces, mounts>``: everything before ``--`` and the program."""
         mounts: list[str] = []
         # Parents before children: /mnt/user-data (read-only) then its writable folders.
         for mount in sorted(self.mapping.mounts, key=lambda m: len(m.virtual)):
@@ -107,11 +128,29 @@ class BubblewrapSandbox(LocalSandbox):
             if mount.host.is_dir():
                 mounts += ["--ro-bind" if mount.read_only else "--bind", str(mount.host), mount.virtual]
         # The root is a tmpfs holding the mount points: make it read-only once they exist.
-        head = [*self.provider.base_args, *mounts, "--remount-ro", "/", "--chdir", VIRTUAL_WORKSPACE,
-                "--", "/bin/bash", "-c"]  # fmt: skip
+        return [*self.provider.base_args, *mounts, "--remount-ro", "/", "--chdir", VIRTUAL_WORKSPACE]
+
+    def command_argv(self, command: str, *, with_rlimits: bool = True) -> list[str]:
+        """One-shot: ``bwrap <namespaces, mounts> -- bash -c command`` (``ulimit`` first if asked)."""
+        cfg = self.config
+        head = [*self.sandbox_args(), "--", "/bin/bash", "-c"]
         if not with_rlimits:
             return [*head, command]
         return [*head, _LIMITS_SCRIPT, "sandbox", str(cfg.memory_mb * 1024), str(cfg.pids_limit), command]
+
+    def runner_argv(self) -> list[str]:
+        """Persistent: ``bwrap <namespaces, mounts> -- python3 -I -S -u <runner> <rlimits>``.
+
+        The rlimits are set on the runner, so every command inherits them (race-free,
+        and without a per-command ``preexec_fn``).
+        """
+        cfg = self.config
+        limits = ["--rlimit-as", str(cfg.memory_mb * 1024 * 1024)]
+        if self.provider.cgroups is None:
+            limits += ["--rlimit-nproc", str(cfg.pids_limit)]  # counted inside the user namespace
+        python = self.provider.runner_python or "python3"
+        return [*self.sandbox_args(), "--ro-bind", str(_RUNNER_FILE), _RUNNER_PATH, "--", python, "-I", "-S", "-u",
+                _RUNNER_PATH, *limits]  # fmt: skip
 
     def postprocess_output(self, text: str) -> str:
         """Paths inside the sandbox already are the virtual ones: nothing to rewrite."""
@@ -120,10 +159,75 @@ class BubblewrapSandbox(LocalSandbox):
     def execute_command(
         self, command: str, env: Mapping[str, str] | None = None, *, timeout: float | None = None
     ) -> CommandResult:
-        """Run ``command`` in a fresh bwrap sandbox; limit hits are explained in the output."""
+        """Run ``command`` in the sandbox (see :class:`Sandbox`); limit hits are explained in the output."""
         if not isinstance(command, str) or not command.strip():
             raise ValueError("command must be a non-empty string")
-        injected = dict(env or {})
+        limit = float(timeout if timeout is not None else self.config.bash_command_timeout)
+        if limit <= 0:
+            raise ValueError(f"timeout must be positive, got {limit!r}")
+        if self.provider.persistent:
+            return self._execute_persistent(command, dict(env or {}), limit)
+        return self._execute_once(command, dict(env or {}), limit)
+
+    def _execute_persistent(self, command: str, injected: dict[str, str], limit: float) -> CommandResult:
+        cfg = self.config
+        request = {"cmd": command, "env": isolated_env(injected, path=self.provider.sandbox_path),
+                   "cwd": VIRTUAL_WORKSPACE, "timeout": limit, "max_output": cfg.max_output_bytes,
+                   "drain_grace": 0.5, "kill_tree": True, "counters": False}  # fmt: skip
+        instance, why = self.provider.instances.get(self.key, lambda: self.provider.start_instance(self))
+        notes: list[str] = []
+        if why is not None:
+            notes.append(f"[this sandbox's previous instance had stopped ({why}); a fresh one was started, "
+                         "so background processes and /tmp from earlier commands are gone]")  # fmt: skip
+        try:
+            reply, events = self._send(instance, request, limit)
+        except SandboxError as exc:
+            if container_runner.FULL in str(exc):
+                # A runaway background tree holds every process slot of the instance: restart it, retry once.
+                self.provider.instances.stop(self.key)
+                instance, _ = self.provider.instances.get(self.key, lambda: self.provider.start_instance(self))
+                notes.append("[the sandbox had no free process slot (a runaway background process tree?); it was "
+                             "restarted, which stopped background processes and cleared /tmp]")  # fmt: skip
+                reply, events = self._send(instance, request, limit)
+            elif not instance.alive:
+                # The instance died under the command (OOM killer, a `kill` of the runner), taking the
+                # command with it (its pid namespace got SIGKILL): say so.
+                reply, events = {"output": f"[{exc}; the next command starts a fresh sandbox]", "exit_code": -9}, None
+            else:
+                raise
+        if events is not None and events.pids_max_hits and isinstance(reply.get("pid"), int) and instance.alive:
+            # A fork bomb's background remains would hold every process slot: stop what it left.
+            with contextlib.suppress(SandboxError):
+                killed = instance.request({"op": "kill_session", "sid": reply["pid"]}, deadline_s=_DEADLINE_SLACK_S)
+                reply["leftovers_killed"] = killed.get("killed", 0)
+        result = reply_to_result(reply, limit, cfg.max_output_bytes)
+        result = dataclasses.replace(result, output=mask_values(result.output, injected.values()))
+        result = add_limit_notes(result, memory_mb=cfg.memory_mb, pids_limit=cfg.pids_limit, events=events)
+        if reply.get("leftovers_killed"):
+            output = f"{result.output}\n{_LEFTOVERS_NOTE}" if result.output else _LEFTOVERS_NOTE
+            result = dataclasses.replace(result, output=output, notes=(*result.notes, _LEFTOVERS_NOTE))
+        if not notes:
+            return result
+        # First, like the docker provider's, so the command's own output still ends as usual.
+        return dataclasses.replace(result, output="\n".join([*notes, result.output]), notes=(*notes, *result.notes))
+
+    @staticmethod
+    def _send(
+        instance: BwrapInstance, request: dict[str, object], limit: float
+    ) -> tuple[dict[str, object], LimitEvents | None]:
+        """One request, with the instance cgroup's limit events during it (``None`` without cgroups).
+
+        Commands running at the same time in this sandbox share the counters.
+        """
+        group = instance.cgroup
+        before = group.events() if group is not None else None
+        reply = instance.request(request, deadline_s=limit + _DEADLINE_SLACK_S)
+        if group is None or before is None:
+            return reply, None
+        after = group.events()
+        return reply, LimitEvents(after.oom_kills - before.oom_kills, after.pids_max_hits - before.pids_max_hits)
+
+    def _execute_once(self, command: str, injected: dict[str, str], limit: float) -> CommandResult:
         cfg = self.config
         group = self.provider.new_cgroup()
         if group is None:
@@ -137,7 +241,7 @@ class BubblewrapSandbox(LocalSandbox):
                 argv,
                 cwd=self.workspace,
                 env=isolated_env(injected, path=self.provider.sandbox_path),
-                timeout=timeout if timeout is not None else cfg.bash_command_timeout,
+                timeout=limit,
                 max_output_bytes=cfg.max_output_bytes,
                 mask=injected.values(),
             )
@@ -152,7 +256,9 @@ class BubblewrapSandboxProvider(LocalSandboxProvider):
     """Per-(user, thread) :class:`BubblewrapSandbox` es (ids ``bubblewrap:{thread_id}``).
 
     Extra ``sandbox`` keys: ``extra_ro_paths`` (host folders to expose read-only at the
-    same path, e.g. a virtual environment) and ``use_cgroups`` (default ``true``).
+    same path, e.g. a virtual environment), ``use_cgroups`` (default ``true``) and
+    ``bwrap_persistent`` (default ``true``: one long-lived instance per sandbox, stopped
+    by :meth:`release`, after ``idle_timeout`` idle seconds and by :meth:`shutdown`).
 
     Raises:
         SandboxError: at construction, when ``bwrap`` is missing or cannot create
@@ -189,6 +295,77 @@ class BubblewrapSandboxProvider(LocalSandboxProvider):
                 "process limit (ulimit -u) is not enforced; commands are still killed at timeout"
             )
         self.base_args = self._base_args()
+        self.runner_python = self._runner_python()
+        self.persistent = bool(extra.get("bwrap_persistent", True))
+        if self.persistent and self.runner_python is None:
+            _log.warning("bubblewrap sandbox: no Python visible inside the sandbox; running one bwrap per command")
+            self.persistent = False
+        cfg = self.config
+        self.instances = InstancePool(idle_timeout=cfg.idle_timeout, check_interval=cfg.idle_check_interval)
+        atexit.register(_shutdown_if_alive, weakref.ref(self))
+
+    def _runner_python(self) -> str | None:
+        """A Python the sandbox can run (``/usr`` or a read-only path) for the command runner."""
+        version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+        candidates = [Path(sys.base_prefix) / "bin" / version, Path(sys.base_prefix) / "bin" / "python3"]
+        for candidate in (*candidates, Path("/usr/bin/python3")):
+            real = candidate.resolve()
+            if real.is_file() and any(real.is_relative_to(root) for root in (Path("/usr"), *self.ro_paths)):
+                return str(real)
+        return None
+
+    # -- persistent instances -------------------------------------------------------------
+
+    def start_instance(self, sandbox: BubblewrapSandbox) -> BwrapInstance:
+        """Start the long-lived instance of ``sandbox`` (in its own cgroup where possible)."""
+        self._stop_evicted()
+        group = None
+        if self.cgroups is not None:
+            memory = self.config.memory_mb * 1024 * 1024 + _RUNNER_MEMORY
+            try:
+                group = self.cgroups.create(pids_max=self.config.pids_limit + _RUNNER_PIDS, memory_bytes=memory)
+            except OSError as exc:
+                _log.warning("bubblewrap sandbox: cannot create a cgroup (%s); using rlimits only", exc)
+        argv = sandbox.runner_argv()
+        if group is not None:  # join it before exec'ing bwrap: everything inside inherits it
+            procs = group.procs_files
+            argv = ["/bin/sh", "-c", _JOIN_SCRIPT, "sandbox", "unlimited", str(len(procs)), *procs, *argv]
+        sandbox.workspace.mkdir(parents=True, exist_ok=True)
+        try:
+            # One malloc arena: each extra one reserves 64 MB of address space, and the runner
+            # lives under the commands' RLIMIT_AS (its threads would otherwise fail to start).
+            env = isolated_env({"MALLOC_ARENA_MAX": "1"}, path=self.sandbox_path)
+            return BwrapInstance(argv, env=env, cgroup=group)
+        except SandboxError:
+            if group is not None:
+                group.kill_all()
+                group.remove()
+            raise
+
+    def _stop_evicted(self) -> None:
+        """Stop the instances of sandboxes the LRU cache dropped (nobody can reach them)."""
+        with self._lock:
+            cached = set(self._cache)
+        for key in self.instances.keys():
+            if key not in cached:
+                self.instances.stop(key)
+
+    def acquire(self, thread_id: str | None = None, *, user_id: str = "default") -> BubblewrapSandbox:
+        """The sandbox of ``(user_id, thread_id)``; its instance starts with its first command."""
+        sandbox = super().acquire(thread_id, user_id=user_id)
+        assert isinstance(sandbox, BubblewrapSandbox)
+        return sandbox
+
+    def release(self, sandbox_id: str) -> None:
+        """Stop the sandbox's instance (its files stay; the next command starts a fresh one)."""
+        sandbox = self.get(sandbox_id)
+        if sandbox is not None:
+            self.instances.stop(sandbox.key)
+
+    def shutdown(self) -> None:
+        """Stop every instance (killing all their processes) and forget the sandboxes."""
+        self.instances.close()
+        super().shutdown()
 
     def _etc_dir(self) -> Path:
         """A provider-owned ``passwd``/``group`` naming the sandbox user (no host accounts)."""
@@ -244,3 +421,10 @@ class BubblewrapSandboxProvider(LocalSandboxProvider):
         assert isinstance(sandbox, BubblewrapSandbox)
         sandbox.provider = self
         return sandbox
+
+
+def _shutdown_if_alive(ref: weakref.ref[BubblewrapSandboxProvider]) -> None:
+    """At interpreter exit, stop the instances of a provider nobody shut down."""
+    provider = ref()
+    if provider is not None:
+        provider.shutdown()
