@@ -17,6 +17,7 @@ import httpx
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from deerflow_nb.client.loop import BackgroundLoop
+from deerflow_nb.client.mixins.thread_ui import ThreadUiMixin
 from deerflow_nb.config import validate_id
 from deerflow_nb.errors import DeerFlowError, NotFoundError, RunError, ThreadBusyError, UsageError
 from deerflow_nb.runtime.events import EVENT_TYPES, StreamEvent
@@ -288,8 +289,12 @@ class RemoteDeerFlow:
         self.close()
 
 
-class RemoteThread:
-    """A thread in the server: ``chat``/``stream``/``start``/``respond``/``state``/``messages``/``history``."""
+class RemoteThread(ThreadUiMixin):
+    """A thread in the server: ``chat``/``stream``/``start``/``respond``/``state``/``messages``/``history``.
+
+    ``ui()`` gives the same chat widget as an embedded thread; ``workspace_changes`` reads the
+    server's run journal.
+    """
 
     def __init__(self, client: RemoteDeerFlow, thread_id: str) -> None:
         self._client = client

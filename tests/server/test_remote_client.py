@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 
@@ -60,6 +61,11 @@ async def test_remote_thread_api_and_human_input(api_url, jp_auth_header):
         assert len(await thread.ahistory(limit=3)) == 3
         changes = await remote._loop.arun(remote._http.request("GET", f"/threads/{thread.id}/workspace-changes"))
         assert changes["changes"] == []
+        # the same chat widget works on a remote thread; it renders the thread's history
+        # (built off this loop: the in-process server runs on it, and ui() loads history synchronously)
+        widget = await asyncio.to_thread(thread.ui)
+        assert repr(widget).startswith("<ChatWidget 'Build the report'")
+        assert "Answer to third." in widget._repr_mimebundle_()[0]["text/markdown"]
         with pytest.raises(NotFoundError):
             await remote._loop.arun(remote._http.request("GET", "/threads/missing/state"))
     finally:
