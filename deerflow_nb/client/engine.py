@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import hashlib
 import logging
 import uuid
@@ -27,11 +28,29 @@ from deerflow_nb.errors import UsageError
 from deerflow_nb.persistence import Store, open_store, resolve_database
 from deerflow_nb.runtime import RunManager, RunRecord, StreamBridge, StreamEvent, agent_run
 from deerflow_nb.runtime.worker import capture_rollback_point, restore_rollback_point
+from deerflow_nb.runtime.workspace import snapshot
 from deerflow_nb.sandbox import SandboxProvider
 
 __all__ = ["EmbeddedEngine", "RunOptions"]
 
 logger = logging.getLogger(__name__)
+
+
+class _RunConfig:
+    """The config one run reads everywhere (plug-ins, middlewares, tools), resolved once.
+
+    Set (in a context variable) while a run starts and inherited by the run's task;
+    ``live`` drops at the end of the run, so work the run leaves behind (a debounced
+    memory update) reads the current config again.
+    """
+
+    __slots__ = ("config", "engine", "live")
+
+    def __init__(self, engine: EmbeddedEngine, config: AppConfig) -> None:
+        self.engine, self.config, self.live = engine, config, True
+
+
+_RUN_CONFIG: contextvars.ContextVar[_RunConfig | None] = contextvars.ContextVar("deerflow_run_config", default=None)
 
 
 @dataclass(frozen=True)
@@ -95,7 +114,10 @@ class EmbeddedEngine:
     # -- resources -----------------------------------------------------------------
     @property
     def config(self) -> AppConfig:
-        """The current config (re-read when the file changes)."""
+        """The current config (re-read when the file changes; read once per run inside a run)."""
+        pinned = _RUN_CONFIG.get()
+        if pinned is not None and pinned.live and pinned.engine is self:
+            return pinned.config
         return get_app_config(self.config_path) if self.config_path else get_app_config()
 
     @property
@@ -214,13 +236,30 @@ class EmbeddedEngine:
                         metadata: dict[str, Any] | None = None, assistant_id: str = "lead_agent") -> RunRecord:
         """Admit and start a background run on ``thread_id``; returns at once."""
         user_id = user_id or self.user_id
+        run_config = _RunConfig(self, self.config)
+        token = _RUN_CONFIG.set(run_config)  # the run's task inherits it (tasks copy the context)
+        try:
+            return await self._start_run(thread_id, message, options, secrets, run_config,
+                                         stream_tokens=stream_tokens, user_id=user_id,
+                                         multitask_strategy=multitask_strategy, metadata=metadata,
+                                         assistant_id=assistant_id)
+        except BaseException:
+            run_config.live = False
+            raise
+        finally:
+            _RUN_CONFIG.reset(token)
+
+    async def _start_run(self, thread_id: str, message: str | HumanMessage, options: RunOptions,
+                         secrets: dict[str, str] | None, run_config: _RunConfig, *, stream_tokens: bool,
+                         user_id: str, multitask_strategy: str, metadata: dict[str, Any] | None,
+                         assistant_id: str) -> RunRecord:
         store = await self.store()
-        await store.create_or_get_thread(thread_id, user_id)
+        await store.ensure_thread(thread_id, user_id)
         run_id = str(uuid.uuid4())
         input_message = self.new_input(message, run_id)
         graph, model_name = await self.graph_for(options)
         context = RunContext(
-            thread_id=thread_id, user_id=user_id, run_id=run_id, app_config=self.config, paths=self.paths,
+            thread_id=thread_id, user_id=user_id, run_id=run_id, app_config=run_config.config, paths=self.paths,
             sandbox_provider=self.sandbox_provider, model_name=model_name,
             thinking_enabled=options.thinking_enabled, plan_mode=options.plan_mode,
             subagent_enabled=options.subagent_enabled, secrets=dict(secrets or {}),
@@ -233,14 +272,24 @@ class EmbeddedEngine:
         }
         rollback_point: list[dict[str, Any] | None] = []
 
+        # a thread created (with a generated id) since its last run has no checkpoint to return to
+        fresh = store.threads.take_fresh(thread_id)
+
         async def body(record: RunRecord) -> AsyncIterator[StreamEvent]:
-            rollback_point.append(await capture_rollback_point(store.checkpointer, thread_id))
+            # folders + workspace snapshot (one worker-thread hop) and the rollback point in parallel
+            folders = asyncio.ensure_future(asyncio.to_thread(self._prepare_folders, user_id, thread_id))
+            try:
+                rollback_point.append(None if fresh else await capture_rollback_point(store.checkpointer, thread_id))
+            except BaseException:
+                folders.cancel()
+                raise
             status = "error"
             try:
-                user_data = await asyncio.to_thread(self.paths.ensure_thread_dirs, user_id, thread_id)
+                user_data, before = await folders
                 async for event in agent_run(graph, {"messages": [input_message]}, context=context, config=config,
                                              input_message=input_message, events=store.events, user_data=user_data,
-                                             stream_tokens=stream_tokens):
+                                             stream_tokens=stream_tokens, workspace_before=before,
+                                             journal_sink=record.defer_journal):
                     if event.type == "values":
                         record.title = event.data.get("title") or record.title
                     elif event.type == "end":
@@ -252,6 +301,7 @@ class EmbeddedEngine:
                         await plugin.finish_run(context, status)
                     except Exception as exc:
                         logger.warning("plugin %s failed after run %s: %s", type(plugin).__name__, run_id, exc)
+                run_config.live = False
 
         async def rollback(record: RunRecord) -> None:
             if rollback_point:
@@ -271,6 +321,11 @@ class EmbeddedEngine:
                 with contextlib.suppress(Exception):
                     await plugin.finish_run(context, "error")
             raise
+
+    def _prepare_folders(self, user_id: str, thread_id: str) -> tuple[Path, dict[str, Any]]:
+        """(Blocking) the thread's folders, created if needed, and the workspace snapshot before a run."""
+        user_data = self.paths.ensure_thread_dirs(user_id, thread_id)
+        return user_data, snapshot(user_data)
 
     # -- state ---------------------------------------------------------------------
     async def get_state(self, thread_id: str, user_id: str | None = None) -> dict[str, Any]:

@@ -91,19 +91,22 @@ class DeerFlow(SkillsMixin, MemoryMixin, ExtensionsMixin, UiMixin):
     # -- threads -------------------------------------------------------------------
     def thread(self, thread_id: str | None = None) -> Thread:
         """A new thread, or the existing thread ``thread_id`` (created if it does not exist)."""
+        new = thread_id is None
         thread_id = validate_id(thread_id, "thread_id") if thread_id is not None else str(uuid.uuid4())
-        self._loop.run(self._ensure_thread(thread_id), method="DeerFlow.thread")
+        self._loop.run(self._ensure_thread(thread_id, new=new), method="DeerFlow.thread")
         return Thread(self, thread_id)
 
     async def athread(self, thread_id: str | None = None) -> Thread:
         """Async twin of :meth:`thread`."""
+        new = thread_id is None
         thread_id = validate_id(thread_id, "thread_id") if thread_id is not None else str(uuid.uuid4())
-        await self._loop.arun(self._ensure_thread(thread_id))
+        await self._loop.arun(self._ensure_thread(thread_id, new=new))
         return Thread(self, thread_id)
 
-    async def _ensure_thread(self, thread_id: str) -> None:
+    async def _ensure_thread(self, thread_id: str, *, new: bool = False) -> None:
+        # a generated id cannot exist yet: insert without looking it up first
         store = await self._engine.store()
-        await store.create_or_get_thread(thread_id, self.user_id)
+        await store.ensure_thread(thread_id, self.user_id, new=new)
 
     async def _athreads(self, limit: int | None) -> list[dict[str, Any]]:
         store = await self._engine.store()

@@ -10,6 +10,7 @@ from deerflow_nb.client.plugins import AgentPlugin
 from deerflow_nb.memory.errors import MemoryStoreError
 from deerflow_nb.memory.service import MemoryService
 from deerflow_nb.memory.tools import build_memory_tools
+from deerflow_nb.runtime.worker import FINAL_STATE_KEY
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -58,7 +59,11 @@ class MemoryPlugin(AgentPlugin):
         """Middleware mode: queue the finished conversation for a debounced update."""
         config = self.service.config
         if config.enabled and config.mode == "middleware" and status == "success" and context.thread_id:
-            await self.service.queue_thread(context.user_id, context.thread_id, context.model_name)
+            # the run's final state, as the stream delivered it (no read-back of the checkpoint)
+            final = context.extra.get(FINAL_STATE_KEY)
+            messages = final.get("messages") if isinstance(final, dict) else None
+            await self.service.queue_thread(context.user_id, context.thread_id, context.model_name,
+                                            list(messages) if messages is not None else None)
 
     async def aclose(self) -> None:
         """Flush pending updates before the client closes."""

@@ -88,10 +88,16 @@ class MemoryService:
             return store
 
     # -- updates -------------------------------------------------------------------
-    async def queue_thread(self, user_id: str, thread_id: str, model_name: str | None) -> bool:
-        """Queue the thread's conversation for an update; ``False`` when there is nothing to learn."""
-        state = await self._read_state(thread_id, user_id)
-        conversation = conversation_of(list(state.get("messages", [])))
+    async def queue_thread(self, user_id: str, thread_id: str, model_name: str | None,
+                           messages: Sequence[AnyMessage] | None = None) -> bool:
+        """Queue the thread's conversation for an update; ``False`` when there is nothing to learn.
+
+        ``messages`` (the thread's messages as the run left them) saves reading the state back.
+        """
+        if messages is None:
+            state = await self._read_state(thread_id, user_id)
+            messages = list(state.get("messages", []))
+        conversation = conversation_of(messages)
         if not any(role == "user" for role, _ in conversation):
             return False
         self.queue.add(PendingUpdate(user_id, thread_id, conversation, model_name))

@@ -13,7 +13,10 @@ import sqlalchemy as sa
 from deerflow_nb.persistence.engine import Database
 from deerflow_nb.persistence.models import FeedbackRow, RunEventRow
 
-__all__ = ["FeedbackStore", "JournalEntry", "RunEventStore"]
+__all__ = ["INSERT_EVENT", "FeedbackStore", "JournalEntry", "RunEventStore", "event_rows"]
+
+#: The journal's insert (also used by :meth:`RunStore.set_status` for a run's last entries).
+INSERT_EVENT = sa.insert(RunEventRow.metadata.tables["run_events"])
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,13 @@ class JournalEntry:
                 "created_at": self.created_at}
 
 
+def event_rows(entries: Sequence[JournalEntry]) -> list[dict[str, Any]]:
+    """Insert parameters for journal entries."""
+    return [{"run_id": e.run_id, "thread_id": e.thread_id, "user_id": e.user_id, "seq": e.seq,
+             "event_type": e.event_type, "category": e.category, "payload": e.payload,
+             "created_at": e.created_at} for e in entries]
+
+
 class RunEventStore:
     """Append-only journal rows, read back per run or per thread."""
 
@@ -46,11 +56,8 @@ class RunEventStore:
         """Insert a batch of entries in one transaction."""
         if not entries:
             return
-        async with self._db.sessions.begin() as session:
-            await session.execute(sa.insert(RunEventRow), [
-                {"run_id": e.run_id, "thread_id": e.thread_id, "user_id": e.user_id, "seq": e.seq,
-                 "event_type": e.event_type, "category": e.category, "payload": e.payload,
-                 "created_at": e.created_at} for e in entries])
+        async with self._db.engine.begin() as conn:  # Core executemany: no ORM bulk machinery per run
+            await conn.execute(INSERT_EVENT, event_rows(entries))
 
     async def list(self, user_id: str, *, run_id: str | None = None, thread_id: str | None = None,
                    event_type: str | None = None, after_seq: int | None = None,

@@ -42,6 +42,13 @@ class Store:
         """Return the thread, creating it for ``user_id``; another user's thread is not found."""
         return await self.threads.get_or_create(thread_id, user_id)
 
+    async def ensure_thread(self, thread_id: str, user_id: str, *, new: bool = False) -> None:
+        """Like :meth:`create_or_get_thread` without the record; free for threads verified before.
+
+        ``new=True`` says ``thread_id`` was just generated (skip the lookup, insert at once).
+        """
+        await self.threads.ensure(thread_id, user_id, new=new)
+
     async def get_thread(self, thread_id: str, user_id: str) -> ThreadRecord:
         """The thread of ``user_id`` or :class:`~deerflow_nb.errors.NotFoundError`."""
         return await self.threads.get(thread_id, user_id)
@@ -57,6 +64,7 @@ class Store:
     async def delete_thread(self, thread_id: str, user_id: str) -> None:
         """Delete the thread's metadata, runs, journal and checkpoints (files stay on disk)."""
         await self.threads.get(thread_id, user_id)
+        self.threads.forget(thread_id)
         await self.checkpointer.adelete_thread(thread_id)
         await self.events.delete_thread(thread_id)
         await self.runs.delete_thread(thread_id)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,23 +42,57 @@ class ThreadRecord:
         return cls(row.thread_id, row.user_id, row.title, row.created_at, row.updated_at, row.status,
                    dict(row.metadata_ or {}), row.assistant_id)
 
+    @classmethod
+    def from_mapping(cls, row: Mapping[str, Any]) -> ThreadRecord:
+        """Build from a Core result row's mapping (column names, ``metadata`` included)."""
+        return cls(row["thread_id"], row["user_id"], row["title"], row["created_at"], row["updated_at"],
+                   row["status"], dict(row["metadata"] or {}), row["assistant_id"])
+
+
+_T = ThreadMetaRow.metadata.tables["threads_meta"]
+# Statements built once: the hot per-run lookups skip ORM sessions and statement construction
+# (SQLAlchemy's compiled cache then makes each execution a bind + one driver round trip).
+_SELECT_ONE = sa.select(_T).where(_T.c.thread_id == sa.bindparam("tid"))
+_INSERT = sa.insert(_T)
+#: Threads whose ownership this process has verified; bounded (an evicted id is just re-checked).
+_MAX_KNOWN = 4096
+
 
 class ThreadStore:
     """CRUD over ``threads_meta``, always scoped to a user (another user's thread is not found)."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._known: OrderedDict[str, str] = OrderedDict()  # thread_id -> owner, verified here
+        self._fresh: OrderedDict[str, None] = OrderedDict()  # created here from a generated id, never run
 
-    async def _row(self, thread_id: str) -> ThreadMetaRow | None:
-        async with self._db.sessions() as session:
-            return await session.get(ThreadMetaRow, thread_id)
+    async def _row(self, thread_id: str) -> Mapping[str, Any] | None:
+        async with self._db.engine.connect() as conn:
+            row = (await conn.execute(_SELECT_ONE, {"tid": thread_id})).first()
+        return dict(row._mapping) if row is not None else None
+
+    def _remember(self, thread_id: str, user_id: str) -> None:
+        self._known[thread_id] = user_id
+        self._known.move_to_end(thread_id)
+        while len(self._known) > _MAX_KNOWN:
+            self._known.popitem(last=False)
+
+    def forget(self, thread_id: str) -> None:
+        """Drop a thread from the verified-ownership cache (it was deleted)."""
+        self._known.pop(thread_id, None)
+        self._fresh.pop(thread_id, None)
+
+    def take_fresh(self, thread_id: str) -> bool:
+        """Whether ``thread_id`` was created here from a generated id and has not run since (asks once)."""
+        return self._fresh.pop(thread_id, 0) is None
 
     async def get(self, thread_id: str, user_id: str) -> ThreadRecord:
         """The thread of ``user_id`` or :class:`NotFoundError`."""
         row = await self._row(thread_id)
-        if row is None or row.user_id != user_id:
+        if row is None or row["user_id"] != user_id:
             raise NotFoundError(f"thread {thread_id!r} not found")
-        return ThreadRecord.from_row(row)
+        self._remember(thread_id, user_id)
+        return ThreadRecord.from_mapping(row)
 
     async def find(self, thread_id: str, user_id: str) -> ThreadRecord | None:
         """Like :meth:`get` but ``None`` when missing."""
@@ -69,29 +105,58 @@ class ThreadStore:
                      assistant_id: str = "lead_agent", if_exists: str = "raise") -> ThreadRecord:
         """Create a thread; ``if_exists="do_nothing"`` returns the existing one (same user only)."""
         now = time.time()
-        row = ThreadMetaRow(thread_id=thread_id, user_id=user_id, assistant_id=assistant_id, title=None,
-                            status="idle", metadata_=dict(metadata or {}), created_at=now, updated_at=now)
+        record = ThreadRecord(thread_id, user_id, None, now, now, "idle", dict(metadata or {}), assistant_id)
         try:
-            async with self._db.sessions.begin() as session:
-                session.add(row)
-            return ThreadRecord.from_row(row)
+            async with self._db.engine.begin() as conn:
+                await conn.execute(_INSERT, {"thread_id": thread_id, "user_id": user_id,
+                                             "assistant_id": assistant_id, "title": None, "status": "idle",
+                                             "metadata": record.metadata, "created_at": now, "updated_at": now})
         except IntegrityError:
             existing = await self._row(thread_id)
-            if existing is None or existing.user_id != user_id:
+            if existing is None or existing["user_id"] != user_id:
                 # never reveal that another user owns this id
                 raise NotFoundError(f"thread {thread_id!r} not found") from None
             if if_exists == "do_nothing":
-                return ThreadRecord.from_row(existing)
+                self._remember(thread_id, user_id)
+                return ThreadRecord.from_mapping(existing)
             raise UsageError(f"thread {thread_id!r} already exists") from None
+        self._remember(thread_id, user_id)
+        return record
 
     async def get_or_create(self, thread_id: str, user_id: str) -> ThreadRecord:
         """Return the thread, creating it for ``user_id``."""
         existing = await self._row(thread_id)
         if existing is not None:
-            if existing.user_id != user_id:
+            if existing["user_id"] != user_id:
                 raise NotFoundError(f"thread {thread_id!r} not found")
-            return ThreadRecord.from_row(existing)
+            self._remember(thread_id, user_id)
+            return ThreadRecord.from_mapping(existing)
         return await self.create(thread_id, user_id, if_exists="do_nothing")
+
+    async def ensure(self, thread_id: str, user_id: str, *, new: bool = False) -> None:
+        """Make sure ``user_id`` owns ``thread_id`` (creating it), as cheaply as possible.
+
+        A thread this process already verified costs nothing; ``new=True`` (a freshly
+        generated id) goes straight to the insert. Another user's thread is not found.
+        If another process deletes a verified thread, the next run's status update
+        re-creates its row (see :meth:`RunStore.set_status`).
+        """
+        owner = self._known.get(thread_id)
+        if owner is not None:
+            if owner != user_id:
+                raise NotFoundError(f"thread {thread_id!r} not found")
+            return
+        if new:
+            try:
+                await self.create(thread_id, user_id)
+            except UsageError:  # it existed after all (and is ours): not fresh
+                self._remember(thread_id, user_id)
+                return
+            self._fresh[thread_id] = None
+            while len(self._fresh) > _MAX_KNOWN:
+                self._fresh.popitem(last=False)
+        else:
+            await self.get_or_create(thread_id, user_id)
 
     async def search(self, user_id: str, *, metadata: dict[str, Any] | None = None, status: str | None = None,
                      ids: list[str] | None = None, limit: int | None = None, offset: int = 0,
@@ -131,5 +196,6 @@ class ThreadStore:
     async def delete(self, thread_id: str, user_id: str) -> None:
         """Delete the thread's row (after checking ownership)."""
         await self.get(thread_id, user_id)
+        self.forget(thread_id)
         async with self._db.sessions.begin() as session:
             await session.execute(sa.delete(ThreadMetaRow).where(ThreadMetaRow.thread_id == thread_id))

@@ -11,6 +11,7 @@ buffered and written in batches, so the journal costs one transaction per
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -26,8 +27,11 @@ class RunJournal:
     """Collects one run's journal entries and writes them to a :class:`RunEventStore`."""
 
     def __init__(self, store: RunEventStore | None, *, run_id: str, thread_id: str, user_id: str,
-                 flush_every: int = 200) -> None:
+                 flush_every: int = 200, sink: Callable[[list[JournalEntry]], None] | None = None) -> None:
         self._store = store
+        # ``sink`` takes the last batch instead of the store: the run manager writes it in the
+        # transaction that stores the run's terminal status (one commit less per run)
+        self._sink = sink
         self.run_id, self.thread_id, self.user_id = run_id, thread_id, user_id
         self._flush_every = flush_every
         self._seq = 0
@@ -94,4 +98,8 @@ class RunJournal:
     async def close(self) -> None:
         """Flush everything, including partial AI text (a cancelled run keeps what it said)."""
         self.close_messages()
+        if self._sink is not None and self._buffer:
+            batch, self._buffer = self._buffer, []
+            self._sink(batch)
+            return
         await self.flush()

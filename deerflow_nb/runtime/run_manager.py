@@ -26,6 +26,7 @@ from enum import StrEnum
 from typing import Any
 
 from deerflow_nb.errors import ThreadBusyError, UsageError
+from deerflow_nb.persistence.events import JournalEntry
 from deerflow_nb.persistence.runs import RunInfo, RunStore
 from deerflow_nb.persistence.threads import ThreadStore
 from deerflow_nb.runtime.events import StreamEvent
@@ -64,6 +65,8 @@ class RunRecord(RunInfo):
     rollback_requested: bool = False
     on_rollback: Callable[[RunRecord], Awaitable[None]] | None = field(default=None, repr=False)
     finalized: bool = False
+    #: Journal entries handed over by the run (see :meth:`defer_journal`), stored with the outcome.
+    journal_tail: list[JournalEntry] = field(default_factory=list, repr=False)
     _finished: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
     _texts: dict[str, str] = field(default_factory=dict, repr=False)
 
@@ -92,6 +95,10 @@ class RunRecord(RunInfo):
     def final_text(self) -> str:
         """Text of the last AI message that carried text."""
         return next(reversed(self._texts.values()), "")
+
+    def defer_journal(self, entries: list[JournalEntry]) -> None:
+        """Keep the run's last journal entries for the transaction that stores its outcome."""
+        self.journal_tail.extend(entries)
 
     async def wait(self) -> RunRecord:
         """Wait until the run is finalized (status stored, END published)."""
@@ -173,7 +180,10 @@ class RunManager:
         try:
             record.status = "running"
             if self._runs is not None:
-                await self._runs.set_status(record.run_id, "running", thread=(record.thread_id, "running"))
+                # awaited, not overlapped with the body: a concurrent write contends with the
+                # checkpointer's connection for SQLite's write lock, which costs more than it saves
+                await self._runs.set_status(record.run_id, "running", thread=(record.thread_id, "running"),
+                                            user_id=record.user_id)
             async with asyncio.timeout(timeout):
                 async for event in body(record):
                     record.observe(event)
@@ -211,9 +221,11 @@ class RunManager:
             record.updated_at = time.time()
             if self._runs is not None:
                 thread_status = "error" if status in {"error", "timeout"} else "idle"
+                tail, record.journal_tail = record.journal_tail, []
                 await self._runs.set_status(record.run_id, status, error=record.error,
                                             stop_reason=record.stop_reason, usage=record.usage,
-                                            thread=(record.thread_id, thread_status), title=record.title)
+                                            thread=(record.thread_id, thread_status), title=record.title,
+                                            events=tail)
         except Exception as exc:  # storage failures must not keep the thread locked
             logger.warning("could not store the outcome of run %s: %s", record.run_id, exc)
         finally:

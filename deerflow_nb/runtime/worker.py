@@ -10,23 +10,28 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 
 from deerflow_nb.context import RunContext
-from deerflow_nb.persistence.events import RunEventStore
+from deerflow_nb.persistence.events import JournalEntry, RunEventStore
 from deerflow_nb.runtime.events import StreamEvent
 from deerflow_nb.runtime.journal import RunJournal
 from deerflow_nb.runtime.streaming import StreamConverter
 from deerflow_nb.runtime.workspace import snapshot, workspace_changes
 
-__all__ = ["STREAM_MODES", "agent_run", "capture_rollback_point", "execute_run", "restore_rollback_point"]
+__all__ = ["FINAL_STATE_KEY", "STREAM_MODES", "agent_run", "capture_rollback_point", "execute_run",
+           "restore_rollback_point"]
 
 logger = logging.getLogger(__name__)
 STREAM_MODES = ["values", "messages", "custom"]
+#: ``context.extra`` key under which :func:`agent_run` leaves the thread's state after a
+#: successful run (the last ``values`` snapshot), so plug-ins need not read it back.
+FINAL_STATE_KEY = "deerflow.final_state"
+_UNSET: Any = object()
 
 
 async def execute_run(
@@ -87,24 +92,37 @@ async def agent_run(
     events: RunEventStore | None = None,
     user_data: Path | None = None,
     stream_tokens: bool = True,
+    workspace_before: dict[str, Any] | None = _UNSET,
+    journal_sink: Callable[[list[JournalEntry]], None] | None = None,
 ) -> AsyncIterator[StreamEvent]:
     """:func:`execute_run` plus the run journal and the ``workspace_changes`` review.
 
     The workspace is snapshotted (off the loop) before the graph starts and after
     it stops, also when the run fails or is cancelled; changes become a
     ``workspace_changes`` journal entry and a ``custom`` event just before ``end``.
+    ``workspace_before`` passes a snapshot taken already (saves a worker-thread hop);
+    ``journal_sink`` receives the journal's last batch instead of ``events`` (see
+    :class:`RunJournal`). After ``end``, ``context.extra[FINAL_STATE_KEY]`` holds the
+    thread's final state.
     """
     assert context.run_id and context.thread_id
-    journal = RunJournal(events, run_id=context.run_id, thread_id=context.thread_id, user_id=context.user_id)
+    journal = RunJournal(events, run_id=context.run_id, thread_id=context.thread_id, user_id=context.user_id,
+                         sink=journal_sink)
     if input_message is not None:
         journal.record_input(input_message)
-    before = await asyncio.to_thread(snapshot, user_data) if user_data is not None else None
+    if workspace_before is _UNSET:
+        before = await asyncio.to_thread(snapshot, user_data) if user_data is not None else None
+    else:
+        before = workspace_before if user_data is not None else None
     status = "interrupted"
+    converter = StreamConverter()
     try:
-        async for event in execute_run(graph, graph_input, context=context, config=config,
+        async for event in execute_run(graph, graph_input, context=context, config=config, converter=converter,
                                        stream_tokens=stream_tokens):
             if event.type in {"end", "error"}:
                 status = "success" if event.type == "end" else "error"
+                if event.type == "end":
+                    context.extra[FINAL_STATE_KEY] = converter.final_state
                 change = await _workspace_event(before, user_data, context, status)
                 journal.close_messages()
                 if change is not None:

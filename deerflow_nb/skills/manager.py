@@ -7,6 +7,7 @@ few ``stat`` calls, while an edit on disk is still picked up on the next run.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import threading
@@ -23,6 +24,12 @@ from deerflow_nb.skills.state import SkillStateStore
 from deerflow_nb.skills.types import Skill
 
 __all__ = ["SkillManager"]
+
+
+@functools.cache
+def _packaged_root() -> Path:
+    # where the package lives does not change while it runs; resolving it costs several stats
+    return packaged_skills_root()
 
 
 def _entries(path: Path) -> tuple[str, ...]:
@@ -60,7 +67,7 @@ class SkillManager:
     def public_root(self) -> Path:
         """``skills.path`` from the config, else the skills shipped with the package."""
         configured = self._config().skills.path
-        return Path(configured).expanduser().resolve() if configured else packaged_skills_root()
+        return Path(configured).expanduser().resolve() if configured else _packaged_root()
 
     @property
     def custom_root(self) -> Path:
@@ -92,10 +99,14 @@ class SkillManager:
 
     def scan(self) -> list[Skill]:
         """All skills with their enabled state (public first, then custom, each sorted)."""
+        return self.scan_with_signature()[1]
+
+    def scan_with_signature(self) -> tuple[tuple[Any, ...], list[Skill]]:
+        """:meth:`scan` plus the :meth:`signature` it is valid for (one signature computed, not two)."""
         with self._lock:
             key = self.signature()
             if self._cache is not None and self._cache[0] == key:
-                return list(self._cache[1])
+                return key, list(self._cache[1])
             watched: list[Path] = []
             skills = load_skills(self.public_root, self.custom_root, seen_dirs=watched)
             states = self.state.effective()
@@ -103,7 +114,7 @@ class SkillManager:
             self._watched = [p for p in watched if p not in (self.public_root, self.custom_root)]
             self._cache = (key, skills)
             self._cache = (self.signature(), skills)  # re-key with the folders just walked
-            return list(skills)
+            return self._cache[0], list(skills)
 
     def enabled(self) -> list[Skill]:
         """The enabled skills only."""

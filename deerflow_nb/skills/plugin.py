@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from deerflow_nb.agent import AgentOptions
     from deerflow_nb.config import AppConfig
     from deerflow_nb.context import RunContext
+    from deerflow_nb.skills.types import Skill
 
 __all__ = ["SkillsPlugin"]
 
@@ -32,6 +33,8 @@ class SkillsPlugin(AgentPlugin):
     def __init__(self, manager: SkillManager, manager_for: Callable[[str], SkillManager] | None = None) -> None:
         self.manager = manager
         self._manager_for = manager_for
+        # the scan :meth:`cache_key` just made, for the :meth:`prepare_run` of the same run start
+        self._scanned: list[Skill] | None = None
 
     def manager_for(self, user_id: str) -> SkillManager:
         """The manager of ``user_id`` (the client's own manager when no factory was given).
@@ -50,8 +53,8 @@ class SkillsPlugin(AgentPlugin):
         # the signature lacks the skill files) and create the custom root (the first sandbox
         # creates it otherwise, which also changes the signature). A rebuilt graph restarts the model.
         self.manager.custom_root.mkdir(parents=True, exist_ok=True)
-        self.manager.scan()
-        return ("skills", self.manager.signature(), skills.deferred_discovery, skills.container_path)
+        signature, self._scanned = self.manager.scan_with_signature()
+        return ("skills", signature, skills.deferred_discovery, skills.container_path)
 
     def middlewares(self, config: AppConfig, options: AgentOptions) -> dict[str, Sequence[AgentMiddleware]]:
         """The activation middleware, in the ``skills`` slot."""
@@ -71,7 +74,10 @@ class SkillsPlugin(AgentPlugin):
 
     async def prepare_run(self, context: RunContext) -> None:
         """Snapshot the skills for the run and lock its secrets away until a skill binds them."""
-        skills = await asyncio.to_thread(self.manager_for(context.user_id).scan)
+        manager = self.manager_for(context.user_id)
+        skills, self._scanned = self._scanned, None
+        if skills is None or manager is not self.manager:  # no scan from this run's start: scan now
+            skills = await asyncio.to_thread(manager.scan)
         root = context.app_config.skills.container_path if context.app_config else "/mnt/skills"
         context.extra[SKILLS_RUN_KEY] = SkillRunState(skills={s.name: s for s in skills},
                                                       vault=SecretVault(context.secrets), container_root=root)
