@@ -6,7 +6,8 @@ raw:  the exact request body ours sent (captured at the HTTP layer), replayed as
 ``/v1/chat/completions`` request to the same in-process server.
 
 Speed = output tokens / wall time of the whole call (llama.cpp holds text back while it checks for a
-tool call, so gaps between deltas say little); TTFT is measured from the call to the first text delta. Runs alternate (warm-up first, so the weights are paged in and the prompt prefix is cached).
+tool call, so gaps between deltas say little); TTFT is measured from the call to the first text delta.
+Runs alternate (warm-up first, so the weights are paged in and the prompt prefix is cached).
 Target: ours >= 0.9x raw tokens/s. Needs the ``embedded`` extra.
 
 Run: ``python benchmarks/embedded_model.py [--rounds 3] [--max-tokens 96]``

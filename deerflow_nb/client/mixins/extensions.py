@@ -61,7 +61,11 @@ class ExtensionsMixin(PluginHost):
 
     _engine: Any
     _loop: Any
-    user_id: str
+    if TYPE_CHECKING:
+
+        @property
+        def user_id(self) -> str:
+            """The user whose data this client reads and writes (defined by ``DeerFlow``)."""
 
     def _make_plugins(self) -> list[Any]:
         from deerflow_nb.mcp import McpManager, McpPlugin
