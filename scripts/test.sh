@@ -27,6 +27,10 @@ for setup in .ci/sandbox-setup.sh .ci/server-setup.sh .ci/browser-setup.sh; do
   fi
 done
 
+echo "== ruff and mypy"
+.venv/bin/ruff check deerflow_nb jupyter_ext tests benchmarks
+.venv/bin/mypy
+
 echo "== pytest"
 set +e
 .venv/bin/python -m pytest -p no:cacheprovider "$@"

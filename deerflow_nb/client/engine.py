@@ -285,7 +285,10 @@ class EmbeddedEngine:
                 raise
             status = "error"
             try:
-                user_data, before = await folders
+                user_data, before, sandbox_id = await folders
+                # the middlewares find both ready and skip their own worker-thread hops
+                context.extra["thread_dirs_ready"] = True
+                context.extra["sandbox_id"] = sandbox_id
                 async for event in agent_run(graph, {"messages": [input_message]}, context=context, config=config,
                                              input_message=input_message, events=store.events, user_data=user_data,
                                              stream_tokens=stream_tokens, workspace_before=before,
@@ -322,10 +325,11 @@ class EmbeddedEngine:
                     await plugin.finish_run(context, "error")
             raise
 
-    def _prepare_folders(self, user_id: str, thread_id: str) -> tuple[Path, dict[str, Any]]:
-        """(Blocking) the thread's folders, created if needed, and the workspace snapshot before a run."""
+    def _prepare_folders(self, user_id: str, thread_id: str) -> tuple[Path, dict[str, Any], str]:
+        """(Blocking) the thread's folders, the workspace snapshot before a run, and its sandbox id."""
         user_data = self.paths.ensure_thread_dirs(user_id, thread_id)
-        return user_data, snapshot(user_data)
+        before = snapshot(user_data)
+        return user_data, before, self.sandbox_provider.acquire(thread_id, user_id=user_id).id
 
     # -- state ---------------------------------------------------------------------
     async def get_state(self, thread_id: str, user_id: str | None = None) -> dict[str, Any]:

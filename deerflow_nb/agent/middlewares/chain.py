@@ -86,9 +86,18 @@ class MiddlewareChain(AgentMiddleware):
 
         return _join(call(0, request), commands)
 
-    async def awrap_model_call(self, request: ModelRequest,
-                               handler: Callable[[ModelRequest], Awaitable[ModelResponse]]) -> ModelCallResult:
-        """Async twin of :meth:`wrap_model_call`."""
+    # The async hooks are plain functions returning a coroutine, not ``async def``: LangSmith's
+    # ``traceable`` (which LangChain wraps around every hook, traced or not) gives coroutine
+    # functions an async wrapper that makes two thread-pool hops per call; a plain function gets
+    # the inline wrapper. LangChain awaits what the hook returns either way.
+    def awrap_model_call(  # type: ignore[override]
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
+    ) -> Awaitable[ModelCallResult]:
+        """Async twin of :meth:`wrap_model_call` (returns an awaitable)."""
+        return self._awrap_model_call(request, handler)
+
+    async def _awrap_model_call(self, request: ModelRequest,
+                                handler: Callable[[ModelRequest], Awaitable[ModelResponse]]) -> ModelCallResult:
         commands: list[Command] = []
 
         async def call(index: int, req: ModelRequest) -> ModelResponse:
@@ -108,8 +117,13 @@ class MiddlewareChain(AgentMiddleware):
 
         return call(0, request)
 
-    async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
-        """Async twin of :meth:`wrap_tool_call`."""
+    def awrap_tool_call(  # type: ignore[override]
+        self, request: Any, handler: Callable[[Any], Awaitable[Any]]
+    ) -> Awaitable[Any]:
+        """Async twin of :meth:`wrap_tool_call` (returns an awaitable; see ``awrap_model_call``)."""
+        return self._awrap_tool_call(request, handler)
+
+    async def _awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
 
         async def call(index: int, req: Any) -> Any:
             if index == len(self._tool):

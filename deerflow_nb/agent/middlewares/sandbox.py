@@ -29,5 +29,7 @@ class SandboxMiddleware(ModelCallMiddleware):
         ctx = context_of(request)
         if request.state.get("sandbox") or ctx.sandbox_provider is None:
             return response
-        sandbox = await ctx.sandbox_provider.acquire_async(ctx.thread_id, user_id=ctx.user_id)
-        return with_update(response, {"sandbox": {"sandbox_id": sandbox.id}})
+        sandbox_id = ctx.extra.get("sandbox_id")  # acquired by the run before the graph started
+        if sandbox_id is None:
+            sandbox_id = (await ctx.sandbox_provider.acquire_async(ctx.thread_id, user_id=ctx.user_id)).id
+        return with_update(response, {"sandbox": {"sandbox_id": sandbox_id}})

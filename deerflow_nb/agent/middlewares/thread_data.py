@@ -46,7 +46,16 @@ class ThreadDataMiddleware(ModelCallMiddleware):
         return with_update(response, {"thread_data": self._ensure(request)})
 
     async def afinish(self, request: ModelRequest, response: ModelResponse) -> ModelCallResult:
-        """Async twin of :meth:`finish` (folder creation runs in a thread)."""
+        """Async twin of :meth:`finish` (folder creation runs in a thread unless the run already did it)."""
         if request.state.get("thread_data"):
             return response
+        if context_of(request).extra.get("thread_dirs_ready"):
+            return with_update(response, {"thread_data": self._paths_only(request)})
         return with_update(response, {"thread_data": await run_blocking(self._ensure, request)})
+
+    def _paths_only(self, request: ModelRequest) -> dict[str, str] | None:
+        ctx = context_of(request)
+        if ctx.paths is None or not ctx.thread_id:
+            return None
+        base = ctx.paths.user_data_dir(ctx.user_id, ctx.thread_id)
+        return {name + "_path": str(base / name) for name in ("workspace", "uploads", "outputs")}
