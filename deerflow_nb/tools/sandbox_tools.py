@@ -76,7 +76,7 @@ def _lock_for(sandbox: Sandbox, path: str) -> _PathLock:
         return holder
 
 
-def _bash(description: Description, command: str, *, runtime: Runtime) -> ToolOutput:
+def _bash(*, description: Description = "", command: str, runtime: Runtime) -> ToolOutput:
     def body(sandbox: Sandbox) -> Reply:
         result = sandbox.execute_command(command, env=get_secrets(runtime) or None)
         text = result.output if result.output.strip() else "(no output)"
@@ -87,7 +87,7 @@ def _bash(description: Description, command: str, *, runtime: Runtime) -> ToolOu
     return sandbox_call("bash", runtime, body)
 
 
-def _ls(description: Description, path: VirtualPath, *, runtime: Runtime) -> ToolOutput:
+def _ls(*, description: Description = "", path: VirtualPath, runtime: Runtime) -> ToolOutput:
     def body(sandbox: Sandbox) -> str:
         entries = sandbox.list_dir(path, max_depth=2)
         if not entries:
@@ -100,10 +100,10 @@ def _ls(description: Description, path: VirtualPath, *, runtime: Runtime) -> Too
 
 
 def _glob(
-    description: Description,
+    *,
+    description: Description = "",
     pattern: Annotated[str, Field(description="Glob relative to path; '**' recurses, e.g. '**/*.py'.")],
     path: Annotated[str, Field(description="Folder to search below.")] = "/mnt/user-data",
-    *,
     runtime: Runtime,
 ) -> ToolOutput:
     def body(sandbox: Sandbox) -> str:
@@ -118,12 +118,12 @@ def _glob(
 
 
 def _grep(
-    description: Description,
+    *,
+    description: Description = "",
     pattern: Annotated[str, Field(description="Python regular expression searched line by line.")],
     path: Annotated[str, Field(description="A text file, or a folder searched recursively.")],
     glob: Annotated[str | None, Field(description="Only files matching this glob, e.g. '*.py'.")] = None,
     case_insensitive: bool = False,
-    *,
     runtime: Runtime,
 ) -> ToolOutput:
     def body(sandbox: Sandbox) -> str:
@@ -141,11 +141,11 @@ def _grep(
 
 
 def _read_file(
-    description: Description,
+    *,
+    description: Description = "",
     path: VirtualPath,
     start_line: Annotated[int | None, Field(description="First line to return (1-based).")] = None,
     end_line: Annotated[int | None, Field(description="Last line to return (inclusive).")] = None,
-    *,
     runtime: Runtime,
 ) -> ToolOutput:
     def body(sandbox: Sandbox) -> Reply:
@@ -177,11 +177,11 @@ def _virtual(sandbox: Sandbox, path: str) -> str:
 
 
 def _write_file(
-    description: Description,
+    *,
+    description: Description = "",
     path: VirtualPath,
     content: str,
     append: Annotated[bool, Field(description="Append to the end instead of overwriting.")] = False,
-    *,
     runtime: Runtime,
 ) -> ToolOutput:
     def body(sandbox: Sandbox) -> str:
@@ -194,12 +194,12 @@ def _write_file(
 
 
 def _str_replace(
-    description: Description,
+    *,
+    description: Description = "",
     path: VirtualPath,
     old_str: Annotated[str, Field(description="Exact text to replace; must occur in the file.")],
     new_str: str,
     replace_all: Annotated[bool, Field(description="Replace every occurrence, not just one.")] = False,
-    *,
     runtime: Runtime,
 ) -> ToolOutput:
     def body(sandbox: Sandbox) -> str:
