@@ -4,7 +4,8 @@ A fresh ``bwrap`` costs 12-16 ms (namespaces and mounts) before the command even
 starts, so the bubblewrap provider keeps one instance per sandbox running the command
 runner of :mod:`.container_runner` and writes it one JSON line per command on its
 stdin, like the docker provider does; answers come back on its stdout, matched to their
-request by id on a reader thread, so several commands may run at once.
+request by id on a reader thread, so several commands may run at once (that bookkeeping
+is shared with the docker provider in :class:`.runner_link.RunnerLink`).
 
 :class:`BwrapInstance` is one running instance; :class:`InstancePool` starts them
 lazily, restarts dead ones (saying why), stops idle ones and stops them all on shutdown.
@@ -13,18 +14,16 @@ lazily, restarts dead ones (saying why), stops idle ones and stops them all on s
 from __future__ import annotations
 
 import concurrent.futures
-import itertools
-import json
 import logging
 import os
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from deerflow_nb.errors import SandboxError
 from deerflow_nb.sandbox.cgroups import CommandCgroup
+from deerflow_nb.sandbox.runner_link import RunnerLink
 
 __all__ = ["BwrapInstance", "InstancePool"]
 
@@ -36,15 +35,7 @@ _log = logging.getLogger(__name__)
 _SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="bwrap-spawner")
 
 
-class _Waiter:
-    __slots__ = ("event", "reply")
-
-    def __init__(self) -> None:
-        self.event = threading.Event()
-        self.reply: dict[str, Any] | None = None
-
-
-class BwrapInstance:
+class BwrapInstance(RunnerLink):
     """One running ``bwrap`` sandbox with the command runner inside.
 
     Args:
@@ -59,6 +50,10 @@ class BwrapInstance:
         SandboxError: bwrap could not start or the runner never became ready.
     """
 
+    _logger = _log
+    _log_name = "bubblewrap runner"
+    _no_answer = "no answer from the bubblewrap sandbox within {deadline_s:g}s"
+
     def __init__(
         self,
         argv: Sequence[str],
@@ -68,18 +63,8 @@ class BwrapInstance:
         start_timeout: float = 30.0,
         max_line: int = 64 * 1024 * 1024,
     ) -> None:
+        super().__init__(max_line=max_line)
         self.cgroup = cgroup
-        self.max_line = max_line
-        self.last_used = time.monotonic()
-        self.busy = 0
-        self._ids = itertools.count(1)
-        self._waiters: dict[int, _Waiter] = {}
-        self._lock = threading.Lock()
-        self._send_lock = threading.Lock()
-        self._closed = False
-        self.why_closed = ""
-        self._stderr = bytearray()
-        self._ready = _Waiter()
 
         def spawn() -> subprocess.Popen[bytes]:
             return subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -94,56 +79,12 @@ class BwrapInstance:
         self._stdout = self.proc.stdout.fileno()
         threading.Thread(target=self._read_loop, name="bwrap-runner-reader", daemon=True).start()
         threading.Thread(target=self._drain_stderr, name="bwrap-runner-stderr", daemon=True).start()
-        if not self._ready.event.wait(start_timeout) or self._ready.reply is None:
+        if not self._await_ready(start_timeout):
             self.stop()
             raise SandboxError(
                 f"the bubblewrap sandbox did not start within {start_timeout:g}s "
                 f"({self.why_closed or 'no answer'}; stderr: {self.stderr_tail() or '-'})"
             )
-
-    @property
-    def alive(self) -> bool:
-        """Whether the runner still answers (its connection is open)."""
-        return not self._closed
-
-    def stderr_tail(self) -> str:
-        """The last bytes bwrap or the runner wrote to stderr (start errors, crashes)."""
-        return bytes(self._stderr[-2000:]).decode("utf-8", "replace").strip()
-
-    def request(self, payload: dict[str, Any], *, deadline_s: float) -> dict[str, Any]:
-        """Send one request and wait at most ``deadline_s`` seconds for its answer.
-
-        Raises:
-            SandboxError: the runner is (or becomes) gone, refused the request, or did
-                not answer in time.
-        """
-        waiter = _Waiter()
-        with self._lock:
-            if self._closed:
-                raise SandboxError(f"the sandbox runner is gone: {self.why_closed}")
-            rid = next(self._ids)
-            self._waiters[rid] = waiter
-            self.busy += 1
-        data = memoryview((json.dumps({**payload, "id": rid}) + "\n").encode("utf-8"))
-        try:
-            with self._send_lock:  # stop() closes stdin under this lock: never write to a reused fd
-                while data and not self._closed:
-                    data = data[os.write(self._stdin, data) :]
-        except OSError as exc:
-            self._fail(f"lost the connection to the runner ({exc})")
-        try:
-            if not waiter.event.wait(deadline_s):
-                raise SandboxError(f"no answer from the bubblewrap sandbox within {deadline_s:g}s")
-        finally:
-            with self._lock:
-                self._waiters.pop(rid, None)
-                self.busy -= 1
-                self.last_used = time.monotonic()
-        if waiter.reply is None:
-            raise SandboxError(f"the sandbox runner is gone: {self.why_closed}")
-        if "error" in waiter.reply:
-            raise SandboxError(f"the sandbox runner failed: {waiter.reply['error']}")
-        return waiter.reply
 
     def stop(self) -> None:
         """Kill the instance (every process in it) and, in the background, its cgroups."""
@@ -171,27 +112,20 @@ class BwrapInstance:
 
     # -- internals --------------------------------------------------------------------
 
-    def _fail(self, why: str) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            self.why_closed = why
-            waiters = list(self._waiters.values())
-        for waiter in (*waiters, self._ready):
-            waiter.event.set()
+    def _send(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view and not self._closed:  # stop() may have closed stdin meanwhile
+            view = view[os.write(self._stdin, view) :]
 
     def _read_loop(self) -> None:
         pending = b""
         try:
             while chunk := os.read(self._stdout, 262144):
-                *lines, pending = (pending + chunk).split(b"\n")
-                for line in lines:
-                    self._dispatch(line)
-                if len(pending) > self.max_line:  # never let the sandbox grow our memory unbounded
-                    self._fail(f"the runner sent a reply longer than {self.max_line} bytes")
+                rest = self._feed(pending, chunk)
+                if rest is None:  # an over-long reply line: the link is already failed
                     self.stop()
                     return
+                pending = rest
         except OSError:
             pass
         finally:
@@ -216,30 +150,11 @@ class BwrapInstance:
         assert stream is not None
         try:
             for chunk in iter(lambda: os.read(stream.fileno(), 65536), b""):
-                self._stderr += chunk
-                del self._stderr[:-8000]
+                self._keep_stderr(chunk)
         except (OSError, ValueError):
             pass
         finally:
             stream.close()
-
-    def _dispatch(self, line: bytes) -> None:
-        if not line.strip():
-            return
-        try:
-            message = json.loads(line)
-        except ValueError:
-            _log.warning("bubblewrap runner: unreadable line %r", line[:200])
-            return
-        if message.get("ready"):
-            self._ready.reply = message
-            self._ready.event.set()
-            return
-        with self._lock:
-            waiter = self._waiters.get(message.get("id"))
-        if waiter is not None:
-            waiter.reply = message
-            waiter.event.set()
 
 
 class InstancePool:

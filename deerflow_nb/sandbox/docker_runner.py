@@ -4,7 +4,8 @@ One :class:`RunnerConnection` per container: a single long-lived ``docker exec``
 ``python3 -u -c <runner>`` with stdin attached. Requests are JSON lines written to the
 exec's socket; answers come back in Docker's multiplexed stream format (an 8-byte
 header per frame) and are matched to their request by id on a reader thread, so
-several commands may run in one container at once.
+several commands may run in one container at once. The request/reply bookkeeping is
+shared with the bubblewrap provider in :class:`.runner_link.RunnerLink`.
 
 Nothing here waits without a deadline: a daemon that dies closes the socket (every
 waiter fails at once with a clear :class:`SandboxError`), and a daemon that hangs is
@@ -13,8 +14,6 @@ caught by the caller's deadline.
 
 from __future__ import annotations
 
-import itertools
-import json
 import logging
 import signal
 import socket
@@ -27,6 +26,7 @@ from typing import Any
 from deerflow_nb.errors import SandboxError
 from deerflow_nb.sandbox.base import CommandResult
 from deerflow_nb.sandbox.process import DEFAULT_TIMEOUT_HINT
+from deerflow_nb.sandbox.runner_link import RunnerLink
 
 __all__ = ["RUNNER_SOURCE", "RunnerConnection", "is_saturated", "reply_to_result"]
 
@@ -35,35 +35,31 @@ RUNNER_SOURCE = (Path(__file__).with_name("container_runner.py")).read_text(enco
 _HEADER = struct.Struct(">BxxxL")
 
 
-class _Waiter:
-    __slots__ = ("event", "reply")
-
-    def __init__(self) -> None:
-        self.event = threading.Event()
-        self.reply: dict[str, Any] | None = None
-
-
-class RunnerConnection:
+class RunnerConnection(RunnerLink):
     """A live runner inside one container.
 
     Args:
         api: a ``docker.APIClient`` (``DockerClient.api``).
         container_id: the running container.
         start_timeout: seconds to wait for the runner's ``ready`` line.
+        max_line: the longest reply line accepted (output is bounded by the runner; a
+            longer line means something in the container is writing to our stream).
 
     Raises:
         SandboxError: the exec could not be started or the runner never became ready.
     """
 
-    def __init__(self, api: Any, container_id: str, *, start_timeout: float = 30.0) -> None:
-        self._ids = itertools.count(1)
-        self._waiters: dict[int, _Waiter] = {}
-        self._lock = threading.Lock()
-        self._send_lock = threading.Lock()
-        self._closed = False
-        self._why_closed = ""
-        self._stderr = bytearray()
-        self._ready = _Waiter()
+    _logger = _log
+    _send_lost = "lost the connection to the Docker daemon while sending a command ({exc})"
+    _no_answer = (
+        "no answer from the sandbox container within {deadline_s:g}s; "
+        "the Docker daemon or the container is not responding"
+    )
+
+    def __init__(
+        self, api: Any, container_id: str, *, start_timeout: float = 30.0, max_line: int = 64 * 1024 * 1024
+    ) -> None:
+        super().__init__(max_line=max_line)
         try:
             exec_id = api.exec_create(
                 container_id, ["python3", "-u", "-c", RUNNER_SOURCE], stdin=True, stdout=True, stderr=True
@@ -75,53 +71,13 @@ class RunnerConnection:
         self._sock.settimeout(None)  # the reader blocks; deadlines live with the waiters
         self._reader = threading.Thread(target=self._read_loop, name="sandbox-runner-reader", daemon=True)
         self._reader.start()
-        if not self._ready.event.wait(start_timeout) or self._ready.reply is None:
+        if not self._await_ready(start_timeout):
             self.close()
             raise SandboxError(
                 f"the command runner in container {container_id[:12]} did not start within "
-                f"{start_timeout:g}s ({self._why_closed or 'no answer'}; stderr: {self.stderr_tail() or '-'}). "
+                f"{start_timeout:g}s ({self.why_closed or 'no answer'}; stderr: {self.stderr_tail() or '-'}). "
                 "The image needs python3 and bash."
             )
-
-    @property
-    def alive(self) -> bool:
-        """Whether the connection is still open."""
-        return not self._closed
-
-    def stderr_tail(self) -> str:
-        """The last bytes the runner wrote to stderr (crash reports)."""
-        return bytes(self._stderr[-2000:]).decode("utf-8", "replace").strip()
-
-    def request(self, payload: dict[str, Any], *, deadline_s: float) -> dict[str, Any]:
-        """Send one request and wait at most ``deadline_s`` seconds for its answer.
-
-        Raises:
-            SandboxError: the connection is (or becomes) closed, or no answer came in time.
-        """
-        waiter = _Waiter()
-        with self._lock:
-            if self._closed:
-                raise SandboxError(f"the sandbox runner is gone: {self._why_closed}")
-            rid = next(self._ids)
-            self._waiters[rid] = waiter
-        data = (json.dumps({**payload, "id": rid}) + "\n").encode("utf-8")
-        try:
-            with self._send_lock:
-                self._sock.sendall(data)
-        except OSError as exc:
-            self._fail(f"lost the connection to the Docker daemon while sending a command ({exc})")
-        if not waiter.event.wait(deadline_s):
-            with self._lock:
-                self._waiters.pop(rid, None)
-            raise SandboxError(
-                f"no answer from the sandbox container within {deadline_s:g}s; "
-                "the Docker daemon or the container is not responding"
-            )
-        if waiter.reply is None:
-            raise SandboxError(f"the sandbox runner is gone: {self._why_closed}")
-        if "error" in waiter.reply:
-            raise SandboxError(f"the sandbox runner failed: {waiter.reply['error']}")
-        return waiter.reply
 
     def close(self) -> None:
         """Close the exec's socket: the runner sees EOF, kills its commands and exits."""
@@ -138,16 +94,8 @@ class RunnerConnection:
 
     # -- internals ------------------------------------------------------------------
 
-    def _fail(self, why: str) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            self._why_closed = why
-            waiters = list(self._waiters.values())
-            self._waiters.clear()
-        for waiter in (*waiters, self._ready):
-            waiter.event.set()
+    def _send(self, data: bytes) -> None:
+        self._sock.sendall(data)
 
     def _read_loop(self) -> None:
         buffer = b""
@@ -165,13 +113,13 @@ class RunnerConnection:
                     frame = buffer[_HEADER.size : _HEADER.size + size]
                     buffer = buffer[_HEADER.size + size :]
                     if stream == 2:
-                        self._stderr += frame
-                        del self._stderr[:-8000]
+                        self._keep_stderr(frame)
                         continue
-                    pending += frame
-                    *lines, pending = pending.split(b"\n")
-                    for line in lines:
-                        self._dispatch(line)
+                    rest = self._feed(pending, frame)
+                    if rest is None:  # an over-long reply line: the link is already failed
+                        self.close()
+                        return
+                    pending = rest
         except OSError as exc:
             self._fail(f"lost the connection to the Docker daemon ({exc})")
             return
@@ -180,24 +128,6 @@ class RunnerConnection:
             "the runner's connection closed (the container stopped or the Docker daemon went away)"
             + (f"; stderr: {tail}" if tail else "")
         )
-
-    def _dispatch(self, line: bytes) -> None:
-        if not line.strip():
-            return
-        try:
-            message = json.loads(line)
-        except ValueError:
-            _log.warning("sandbox runner: unreadable line %r", line[:200])
-            return
-        if message.get("ready"):
-            self._ready.reply = message
-            self._ready.event.set()
-            return
-        with self._lock:
-            waiter = self._waiters.pop(message.get("id"), None)
-        if waiter is not None:
-            waiter.reply = message
-            waiter.event.set()
 
 
 def is_saturated(exc: SandboxError) -> bool:

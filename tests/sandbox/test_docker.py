@@ -19,7 +19,7 @@ from deerflow_nb.errors import SandboxError
 from deerflow_nb.sandbox import container_runner
 from deerflow_nb.sandbox.base import SandboxProvider
 from deerflow_nb.sandbox.docker import DockerSandboxProvider, connect_docker
-from deerflow_nb.sandbox.docker_runner import reply_to_result
+from deerflow_nb.sandbox.docker_runner import RunnerConnection, reply_to_result
 from deerflow_nb.sandbox.warm_pool import WarmPool
 
 # -- the in-container runner, exercised on the host (no Docker needed) ---------------
@@ -72,6 +72,36 @@ def test_runner_keeps_head_and_tail_of_long_output(runner: Callable[..., dict[st
     assert reply["truncated"] is True
     assert reply["output"].startswith("HEAD") and reply["output"].rstrip().endswith("TAIL")
     assert "bytes of output omitted" in reply["output"]
+
+
+def test_an_oversized_reply_line_closes_the_connection() -> None:
+    import socket
+    import struct
+
+    ours, theirs = socket.socketpair()
+
+    class FakeApi:
+        def exec_create(self, *args: Any, **kwargs: Any) -> dict[str, str]:
+            return {"Id": "exec"}
+
+        def exec_start(self, *args: Any, **kwargs: Any) -> socket.socket:
+            return ours
+
+    def frame(data: bytes) -> bytes:  # Docker's multiplexed stream: stdout is stream 1
+        return struct.pack(">BxxxL", 1, len(data)) + data
+
+    theirs.sendall(frame(b'{"ready": true}\n'))
+    connection = RunnerConnection(FakeApi(), "c" * 64, max_line=100_000)
+    assert connection.alive
+    theirs.sendall(frame(b"x" * 300_000))
+    deadline = time.monotonic() + 10
+    while connection.alive and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not connection.alive
+    assert "longer than 100000 bytes" in connection.why_closed
+    with pytest.raises(SandboxError, match="longer than 100000 bytes"):
+        connection.request({"op": "ping"}, deadline_s=5)
+    theirs.close()
 
 
 def test_result_formatting_matches_the_local_provider() -> None:
