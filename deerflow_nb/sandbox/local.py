@@ -20,6 +20,7 @@ import contextlib
 import dataclasses
 import os
 import re
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -90,6 +91,20 @@ class LocalSandbox(Sandbox):
         """Map host paths in output back to virtual paths."""
         return self.mapping.untranslate_output(text)
 
+    def command_env(self, injected: Mapping[str, str]) -> dict[str, str]:
+        """The scrubbed environment of a command, with this interpreter's ``bin`` first on PATH.
+
+        On the host, ``python`` in the agent's commands is then the notebook's own interpreter,
+        with the packages the user installed (pandas, matplotlib, ...), not whatever comes first
+        on the system PATH.
+        """
+        env = build_sandbox_env(extra=injected)
+        bin_dir = os.path.dirname(sys.executable)
+        parts = [p for p in env.get("PATH", "").split(os.pathsep) if p]
+        if bin_dir and bin_dir not in parts:
+            env["PATH"] = os.pathsep.join([bin_dir, *parts])
+        return env
+
     def execute_command(
         self, command: str, env: Mapping[str, str] | None = None, *, timeout: float | None = None
     ) -> CommandResult:
@@ -101,7 +116,7 @@ class LocalSandbox(Sandbox):
         result = run_command(
             self.command_argv(command),
             cwd=self.command_cwd(),
-            env=build_sandbox_env(extra=injected),
+            env=self.command_env(injected),
             timeout=timeout if timeout is not None else self.config.bash_command_timeout,
             max_output_bytes=self.config.max_output_bytes,
             mask=injected.values(),

@@ -198,3 +198,16 @@ def test_grep_file_and_tree(sandbox: LocalSandbox) -> None:
         sandbox.grep("(", ws)
     with pytest.raises(FileNotFoundError):
         sandbox.grep("x", f"{ws}/missing")
+
+
+def test_python_in_commands_is_this_interpreter(tmp_path):
+    # the agent's `python` sees the notebook's packages, not the first python on the system PATH
+    import os
+    import sys
+
+    from deerflow_nb.config.paths import Paths
+    from deerflow_nb.sandbox.local import LocalSandboxProvider
+
+    sandbox = LocalSandboxProvider(paths=Paths(tmp_path)).acquire("py")
+    out = sandbox.execute_command("command -v python3 || command -v python").output.strip()
+    assert os.path.dirname(out) == os.path.dirname(sys.executable)
