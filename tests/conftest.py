@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+import deerflow_nb as df
 from deerflow_nb.config import reset_app_config
+from deerflow_nb.testing import ScriptedChatModel
 
 _LEAKY_ENV = (
     "OPENAI_API_KEY",
@@ -41,3 +43,19 @@ def _isolate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def home() -> Path:
     """The isolated DEER_FLOW_HOME of this test."""
     return Path(os.environ["DEER_FLOW_HOME"])
+
+
+@pytest.fixture
+def make_agent(home: Path) -> Iterator:
+    """``make_agent(responses=[...], **DeerFlow kwargs)``: a client on a ScriptedChatModel, closed after the test."""
+    agents: list[df.DeerFlow] = []
+
+    def _make(responses: list | None = None, **kwargs: object) -> df.DeerFlow:
+        kwargs.setdefault("model", ScriptedChatModel(responses=responses or []))
+        agent = df.DeerFlow(**kwargs)  # type: ignore[arg-type]
+        agents.append(agent)
+        return agent
+
+    yield _make
+    for agent in agents:
+        agent.close()

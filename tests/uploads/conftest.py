@@ -1,24 +1,11 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
 
 import pytest
 
-import deerflow_nb as df
-from deerflow_nb.testing import ScriptedChatModel
-
 
 @pytest.fixture
-def make_agent(home) -> Iterator:
-    agents: list[df.DeerFlow] = []
-
-    def _make(responses: list | None = None, **kwargs) -> df.DeerFlow:
-        kwargs.setdefault("model", ScriptedChatModel(responses=responses or []))
-        kwargs.setdefault("persistence", "memory")
-        agent = df.DeerFlow(**kwargs)
-        agents.append(agent)
-        return agent
-
-    yield _make
-    for agent in agents:
-        agent.close()
+def make_agent(make_agent):
+    """The shared ``make_agent`` with throwaway in-memory persistence (callers may override it)."""
+    return functools.partial(make_agent, persistence="memory")
