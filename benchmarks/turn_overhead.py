@@ -7,6 +7,8 @@ read_file, bash) and then answering, on a new thread each turn.
   full middleware chain;
 - bare: ``langchain.agents.create_agent`` with the same tools and an in-memory saver.
 
+The two paths alternate turn by turn in one process, so both see the same machine.
+
 Run: ``python benchmarks/turn_overhead.py [--turns 30]``. Prints both medians and the ratio.
 """
 
@@ -19,6 +21,7 @@ import statistics
 import tempfile
 import time
 import uuid
+from pathlib import Path
 
 
 def script(turns: int) -> list:
@@ -35,49 +38,60 @@ def script(turns: int) -> list:
     return steps
 
 
-def bench_ours(turns: int, warmup: int) -> list[float]:
-    import deerflow_nb as df
-    from deerflow_nb.testing import ScriptedChatModel
+class Ours:
+    """``DeerFlow(...).thread().chat(...)``: SQLite persistence, the full chain, runs and journal."""
 
-    agent = df.DeerFlow(model=ScriptedChatModel(responses=script(turns + warmup)))
-    times = []
-    for i in range(turns + warmup):
+    def __init__(self, turns: int) -> None:
+        import deerflow_nb as df
+        from deerflow_nb.testing import ScriptedChatModel
+
+        self.agent = df.DeerFlow(model=ScriptedChatModel(responses=script(turns)))
+
+    def turn(self) -> float:
         start = time.perf_counter()
-        agent.thread().chat("do the three steps")
-        if i >= warmup:
-            times.append(time.perf_counter() - start)
-    agent.close()
-    return times
+        self.agent.thread().chat("do the three steps")
+        return time.perf_counter() - start
+
+    def close(self) -> None:
+        self.agent.close()
 
 
-def bench_bare(turns: int, warmup: int) -> list[float]:
-    from langchain.agents import create_agent
-    from langchain_core.messages import HumanMessage
-    from langgraph.checkpoint.memory import InMemorySaver
+class Bare:
+    """``create_agent`` with the same tools and model, an in-memory saver, ``ainvoke`` on a plain loop."""
 
-    from deerflow_nb.config import AppConfig, Paths
-    from deerflow_nb.context import RunContext
-    from deerflow_nb.sandbox import LocalSandboxProvider
-    from deerflow_nb.testing import ScriptedChatModel
-    from deerflow_nb.tools import get_available_tools
+    def __init__(self, turns: int) -> None:
+        from langchain.agents import create_agent
+        from langgraph.checkpoint.memory import InMemorySaver
 
-    config = AppConfig()
-    paths = Paths(__import__("pathlib").Path(os.environ["DEER_FLOW_HOME"]) / "bare")
-    provider = LocalSandboxProvider(config.sandbox, paths=paths)
-    graph = create_agent(ScriptedChatModel(responses=script(turns + warmup)), tools=get_available_tools(config),
-                         checkpointer=InMemorySaver(), context_schema=RunContext)
-    loop = asyncio.new_event_loop()
-    times = []
-    for i in range(turns + warmup):
+        from deerflow_nb.config import AppConfig, Paths
+        from deerflow_nb.context import RunContext
+        from deerflow_nb.sandbox import LocalSandboxProvider
+        from deerflow_nb.testing import ScriptedChatModel
+        from deerflow_nb.tools import get_available_tools
+
+        self.config = AppConfig()
+        self.paths = Paths(Path(os.environ["DEER_FLOW_HOME"]) / "bare")
+        self.provider = LocalSandboxProvider(self.config.sandbox, paths=self.paths)
+        self.context_type = RunContext
+        self.graph = create_agent(ScriptedChatModel(responses=script(turns)),
+                                  tools=get_available_tools(self.config), checkpointer=InMemorySaver(),
+                                  context_schema=RunContext)
+        self.loop = asyncio.new_event_loop()
+
+    def turn(self) -> float:
+        from langchain_core.messages import HumanMessage
+
         thread_id = str(uuid.uuid4())
-        ctx = RunContext(thread_id=thread_id, paths=paths, sandbox_provider=provider, app_config=config)
+        ctx = self.context_type(thread_id=thread_id, paths=self.paths, sandbox_provider=self.provider,
+                                app_config=self.config)
         start = time.perf_counter()
-        loop.run_until_complete(graph.ainvoke({"messages": [HumanMessage("do the three steps")]},
-                                              config={"configurable": {"thread_id": thread_id}}, context=ctx))
-        if i >= warmup:
-            times.append(time.perf_counter() - start)
-    loop.close()
-    return times
+        self.loop.run_until_complete(self.graph.ainvoke(
+            {"messages": [HumanMessage("do the three steps")]},
+            config={"configurable": {"thread_id": thread_id}}, context=ctx))
+        return time.perf_counter() - start
+
+    def close(self) -> None:
+        self.loop.close()
 
 
 def main() -> None:
@@ -86,19 +100,27 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=3)
     args = parser.parse_args()
     os.environ.setdefault("DEER_FLOW_HOME", tempfile.mkdtemp(prefix="deerflow-bench-"))
-    # alternate the two paths so machine noise hits both alike
-    ours: list[float] = []
+    total = args.turns + args.warmup
+    bare_path, ours_path = Bare(total), Ours(total)
     bare: list[float] = []
-    rounds = 3
-    for _ in range(rounds):
-        bare += bench_bare(args.turns // rounds, args.warmup)
-        ours += bench_ours(args.turns // rounds, args.warmup)
+    ours: list[float] = []
+    try:
+        # turn by turn, alternating: the machine's slow and fast spells hit both paths alike
+        for i in range(total):
+            b, o = bare_path.turn(), ours_path.turn()
+            if i >= args.warmup:
+                bare.append(b)
+                ours.append(o)
+    finally:
+        bare_path.close()
+        ours_path.close()
     m_ours, m_bare = statistics.median(ours), statistics.median(bare)
+    paired = statistics.median(o / b for o, b in zip(ours, bare, strict=True))
     print(f"turns measured: {len(ours)} each (3 tool calls + answer, new thread per turn)")
     print(f"bare create_agent + InMemorySaver : median {m_bare * 1000:7.2f} ms")
     print(f"deerflow-nb (SQLite, full chain)  : median {m_ours * 1000:7.2f} ms")
     print(f"ratio ours / bare                 : {m_ours / m_bare:5.2f}x  (target <= 1.5x)")
-
+    print(f"median of per-turn ratios         : {paired:5.2f}x")
 
 if __name__ == "__main__":
     main()

@@ -104,7 +104,7 @@ class DeerFlow(SkillsMixin, MemoryMixin, ExtensionsMixin, UiMixin):
         return Thread(self, thread_id)
 
     async def _ensure_thread(self, thread_id: str, *, new: bool = False) -> None:
-        # a generated id cannot exist yet: insert without looking it up first
+        # a generated id cannot exist yet: no lookup, and its row comes with its first run
         store = await self._engine.store()
         await store.ensure_thread(thread_id, self.user_id, new=new)
 
@@ -113,7 +113,7 @@ class DeerFlow(SkillsMixin, MemoryMixin, ExtensionsMixin, UiMixin):
         return [r.to_dict() for r in await store.list_threads(self.user_id, limit)]
 
     def threads(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """The threads of this user,, most recently active first, with titles."""
+        """The threads of this user, most recently active first, with titles."""
         return self._loop.run(self._athreads(limit), method="DeerFlow.threads")
 
     async def athreads(self, limit: int | None = None) -> list[dict[str, Any]]:

@@ -6,22 +6,25 @@
 | legacy (DeerFlow tables, no alembic_version) | baseline ``create_all`` + stamp ``0001_baseline`` + ``upgrade head`` |
 | versioned (``alembic_version`` exists)       | ``alembic upgrade head``                        |
 
-Concurrent starts are serialised: PostgreSQL by an advisory lock, SQLite by an
-in-process lock plus SQLite's own write lock.
+Concurrent starts are serialised: PostgreSQL by an advisory lock, SQLite by a
+process-wide lock plus SQLite's own write lock.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from deerflow_nb.persistence.models import APP_TABLES, Base
+
+if TYPE_CHECKING:
+    from deerflow_nb.persistence.engine import Database
 
 __all__ = ["BASELINE_REVISION", "BASELINE_TABLES", "alembic_config", "bootstrap_schema"]
 
@@ -31,8 +34,10 @@ BASELINE_REVISION = "0001_baseline"
 #: Tables created by ``0001_baseline``; the legacy path back-fills only these.
 BASELINE_TABLES = ("threads_meta", "runs", "run_events", "feedback")
 _ADVISORY_KEY = 0x6465657266  # "deerf"
-# one lock per event loop: an asyncio.Lock is bound to the loop that first waits on it
+# PostgreSQL: one lock per event loop (an asyncio.Lock is bound to the loop that first waits on
+# it); SQLite: one lock for the process, taken on the database threads (clients have their own loops)
 _LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+_SQLITE_LOCK = threading.Lock()
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 
 
@@ -65,13 +70,23 @@ def _bootstrap_sync(connection: sa.Connection) -> str:
     return "created"
 
 
-async def bootstrap_schema(engine: AsyncEngine, *, backend: str) -> str:
+def _bootstrap_sqlite(connection: sa.Connection) -> str:
+    with _SQLITE_LOCK:
+        return _bootstrap_sync(connection)
+
+
+def _bootstrap_postgres(connection: sa.Connection) -> str:
+    connection.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADVISORY_KEY})
+    return _bootstrap_sync(connection)
+
+
+async def bootstrap_schema(db: Database) -> str:
     """Bring the app tables to the head revision; returns ``created``, ``legacy`` or ``upgraded``."""
-    lock = _LOCKS.setdefault(asyncio.get_running_loop(), asyncio.Lock())
-    async with lock:
-        async with engine.begin() as conn:
-            if backend == "postgres":
-                await conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADVISORY_KEY})
-            outcome: str = await conn.run_sync(_bootstrap_sync)
-    logger.debug("database schema %s (%s)", outcome, backend)
+    if db.backend == "postgres":
+        lock = _LOCKS.setdefault(asyncio.get_running_loop(), asyncio.Lock())
+        async with lock:
+            outcome = await db.write(_bootstrap_postgres)
+    else:
+        outcome = await db.write(_bootstrap_sqlite)
+    logger.debug("database schema %s (%s)", outcome, db.backend)
     return outcome

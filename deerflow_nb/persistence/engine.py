@@ -1,27 +1,38 @@
-"""Open the application database (SQLAlchemy async engine) and the LangGraph checkpointer.
+"""Open the application database and the LangGraph checkpointer.
 
 ``database.backend`` picks the backend: ``sqlite`` (default, ``{home}/deerflow.db``),
 ``postgres`` (``database.url``, ``postgresql+asyncpg://...``) or ``memory`` (SQLite in
 memory plus LangGraph's in-memory saver, for throwaway work). A ``database.url`` starting
 with ``postgresql`` selects PostgreSQL whatever the backend says.
+
+Stores hand :meth:`Database.read` / :meth:`Database.write` a plain function of a
+SQLAlchemy ``Connection``. On SQLite that function runs on the store's one database
+thread (:class:`DbWorker`), which also serves the checkpointer: one thread hop per
+transaction instead of one per driver call, and writes that never wait on each other's
+file lock. On PostgreSQL it runs through the async engine (``run_sync``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
-from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
 
 from deerflow_nb.errors import ConfigError
 
-__all__ = ["Database", "DatabaseTarget", "open_checkpointer", "open_database", "resolve_database"]
+__all__ = ["Database", "DatabaseTarget", "DbWorker", "open_checkpointer", "open_database", "resolve_database"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -29,7 +40,7 @@ class DatabaseTarget:
     """Where the data lives: ``backend`` is ``sqlite``, ``postgres`` or ``memory``."""
 
     backend: str
-    url: str  # SQLAlchemy URL (async driver)
+    url: str  # SQLAlchemy URL: ``sqlite:///...`` (pysqlite) or ``postgresql+asyncpg://...``
     sqlite_path: Path | None = None
 
     @property
@@ -49,7 +60,7 @@ def resolve_database(backend: str, url: str | None, sqlite_path: str | Path | No
         raise ConfigError("database.backend is 'postgres' but database.url is not a postgresql:// URL",
                           key="database.url")
     if backend == "memory":
-        return DatabaseTarget("memory", "sqlite+aiosqlite://")
+        return DatabaseTarget("memory", "sqlite://")
     if url and not url.startswith("sqlite"):
         raise ConfigError(f"database.url {url!r} is neither sqlite nor postgresql", key="database.url")
     if url:
@@ -57,33 +68,88 @@ def resolve_database(backend: str, url: str | None, sqlite_path: str | Path | No
         db = Path(path).expanduser() if path else home / "deerflow.db"
     else:
         db = Path(sqlite_path).expanduser() if sqlite_path else home / "deerflow.db"
-    return DatabaseTarget("sqlite", f"sqlite+aiosqlite:///{db}", sqlite_path=db)
+    return DatabaseTarget("sqlite", f"sqlite:///{db}", sqlite_path=db)
 
 
-@dataclass
+class DbWorker:
+    """The one thread that runs a SQLite store's database work, in submission order.
+
+    Everything of one store (app tables and checkpoints) goes through it, so writes
+    are serialised in this process and each transaction costs a single hop off the
+    event loop. A cancelled caller does not cancel work already submitted.
+    """
+
+    def __init__(self, name: str = "deerflow-db") -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+
+    async def call(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run ``func(*args, **kwargs)`` on the database thread and await its result."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, functools.partial(func, *args, **kwargs))
+
+    def shutdown(self) -> None:
+        """Stop accepting work; what was submitted still completes."""
+        self._executor.shutdown(wait=False)
+
+
 class Database:
-    """An open async engine plus its session factory."""
+    """The application tables of one database. Open with :func:`open_database`."""
 
-    target: DatabaseTarget
-    engine: AsyncEngine
-    sessions: async_sessionmaker[Any] = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+    def __init__(self, target: DatabaseTarget, *, engine: sa.Engine | None = None,
+                 async_engine: AsyncEngine | None = None, worker: DbWorker | None = None) -> None:
+        if (engine is None) == (async_engine is None) or (engine is not None and worker is None):
+            raise ValueError("a Database needs a sync engine with a worker, or an async engine")
+        self.target = target
+        self.engine = engine
+        self.async_engine = async_engine
+        self.worker = worker
 
     @property
     def backend(self) -> str:
         """``sqlite``, ``postgres`` or ``memory``."""
         return self.target.backend
 
+    async def read(self, func: Callable[[sa.Connection], T]) -> T:
+        """``func(connection)`` outside a write transaction; returns its result."""
+        if self.engine is not None:
+            assert self.worker is not None
+            return await self.worker.call(_run_read, self.engine, func)
+        assert self.async_engine is not None
+        async with self.async_engine.connect() as conn:
+            return await conn.run_sync(func)
+
+    async def write(self, func: Callable[[sa.Connection], T]) -> T:
+        """``func(connection)`` in one transaction: committed if it returns, rolled back if it raises."""
+        if self.engine is not None:
+            assert self.worker is not None
+            return await self.worker.call(_run_write, self.engine, func)
+        assert self.async_engine is not None
+        async with self.async_engine.begin() as conn:
+            return await conn.run_sync(func)
+
     async def dispose(self) -> None:
         """Close every pooled connection."""
-        await self.engine.dispose()
+        if self.engine is not None:
+            assert self.worker is not None
+            await self.worker.call(self.engine.dispose)
+        else:
+            assert self.async_engine is not None
+            await self.async_engine.dispose()
+
+
+def _run_read(engine: sa.Engine, func: Callable[[sa.Connection], T]) -> T:
+    with engine.connect() as conn:
+        return func(conn)
+
+
+def _run_write(engine: sa.Engine, func: Callable[[sa.Connection], T]) -> T:
+    with engine.begin() as conn:
+        return func(conn)
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-    # WAL lets the checkpointer's own connection write while we read; busy_timeout
-    # turns lock contention between the two connections into waiting, not errors.
+    # WAL lets readers in other processes work while we write; busy_timeout turns lock
+    # contention with another process into waiting, not errors.
     cursor = dbapi_conn.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
@@ -91,48 +157,56 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cursor.close()
 
 
-async def open_database(target: DatabaseTarget) -> Database:
-    """Create the engine and bring the schema to head (see :mod:`.bootstrap`)."""
+async def open_database(target: DatabaseTarget, *, worker: DbWorker | None = None) -> Database:
+    """Create the engine and bring the schema to head (see :mod:`.bootstrap`).
+
+    SQLite and memory databases run on ``worker`` (a new :class:`DbWorker` when ``None``).
+    """
     from deerflow_nb.persistence.bootstrap import bootstrap_schema
 
-    if target.backend == "memory":
-        engine = create_async_engine(target.url, poolclass=StaticPool,
-                                     connect_args={"check_same_thread": False})
-    elif target.backend == "sqlite":
-        assert target.sqlite_path is not None
-        target.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
-        engine = create_async_engine(target.url, connect_args={"timeout": 30})
-        sa.event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+    if target.backend in {"memory", "sqlite"}:
+        worker = worker or DbWorker()
+        database = Database(target, engine=await worker.call(_sqlite_engine, target), worker=worker)
     else:
         engine = create_async_engine(target.url, pool_pre_ping=True, pool_size=5, max_overflow=10)
-    database = Database(target, engine)
+        database = Database(target, async_engine=engine)
     try:
-        await bootstrap_schema(engine, backend=target.backend)
+        await bootstrap_schema(database)
     except BaseException:
-        await engine.dispose()
+        await database.dispose()
         raise
     return database
 
 
-async def open_checkpointer(target: DatabaseTarget) -> tuple[BaseCheckpointSaver, Callable[[], Awaitable[None]]]:
-    """The LangGraph saver for ``target`` and a coroutine function that closes it."""
+def _sqlite_engine(target: DatabaseTarget) -> sa.Engine:
+    url = sa.make_url(target.url).set(drivername="sqlite")
+    if target.backend == "memory":
+        return sa.create_engine(url, poolclass=StaticPool, connect_args={"check_same_thread": False})
+    assert target.sqlite_path is not None
+    target.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
+    # the pool hands connections to the database thread only; check_same_thread guards nothing here
+    engine = sa.create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+    sa.event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+async def open_checkpointer(target: DatabaseTarget, *, worker: DbWorker | None = None
+                            ) -> tuple[BaseCheckpointSaver, Callable[[], Awaitable[None]]]:
+    """The LangGraph saver for ``target`` and a coroutine function that closes it.
+
+    A SQLite saver runs on ``worker`` (share the store's, so checkpoints and app rows
+    are written by one thread); a new :class:`DbWorker` when ``None``.
+    """
     if target.backend == "memory":
         async def _noop() -> None:
             return None
 
         return InMemorySaver(), _noop
     if target.backend == "sqlite":
-        import aiosqlite
-        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+        from deerflow_nb.persistence.checkpoint import open_sqlite_saver
 
         assert target.sqlite_path is not None
-        conn = await aiosqlite.connect(str(target.sqlite_path), timeout=30)
-        await conn.execute("PRAGMA journal_mode=WAL")
-        await conn.execute("PRAGMA synchronous=NORMAL")
-        await conn.execute("PRAGMA busy_timeout=10000")
-        saver = AsyncSqliteSaver(conn)
-        await saver.setup()
-        return saver, conn.close
+        return await open_sqlite_saver(target.sqlite_path, worker or DbWorker())
     try:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
         from psycopg.rows import dict_row

@@ -15,8 +15,10 @@ from deerflow_nb.persistence.models import FeedbackRow, RunEventRow
 
 __all__ = ["INSERT_EVENT", "FeedbackStore", "JournalEntry", "RunEventStore", "event_rows"]
 
+_E = RunEventRow.metadata.tables["run_events"]
+_F = FeedbackRow.metadata.tables["feedback"]
 #: The journal's insert (also used by :meth:`RunStore.set_status` for a run's last entries).
-INSERT_EVENT = sa.insert(RunEventRow.metadata.tables["run_events"])
+INSERT_EVENT = sa.insert(_E)
 
 
 @dataclass(frozen=True)
@@ -56,34 +58,35 @@ class RunEventStore:
         """Insert a batch of entries in one transaction."""
         if not entries:
             return
-        async with self._db.engine.begin() as conn:  # Core executemany: no ORM bulk machinery per run
-            await conn.execute(INSERT_EVENT, event_rows(entries))
+        rows = event_rows(entries)
+        await self._db.write(lambda conn: conn.execute(INSERT_EVENT, rows))  # Core executemany
 
     async def list(self, user_id: str, *, run_id: str | None = None, thread_id: str | None = None,
                    event_type: str | None = None, after_seq: int | None = None,
                    limit: int | None = None) -> list[JournalEntry]:
         """Entries of a run (or a thread), oldest first."""
-        query = sa.select(RunEventRow).where(RunEventRow.user_id == user_id)
+        query = sa.select(_E).where(_E.c.user_id == user_id)
         if run_id is not None:
-            query = query.where(RunEventRow.run_id == run_id)
+            query = query.where(_E.c.run_id == run_id)
         if thread_id is not None:
-            query = query.where(RunEventRow.thread_id == thread_id)
+            query = query.where(_E.c.thread_id == thread_id)
         if event_type is not None:
-            query = query.where(RunEventRow.event_type == event_type)
+            query = query.where(_E.c.event_type == event_type)
         if after_seq is not None:
-            query = query.where(RunEventRow.seq > after_seq)
-        query = query.order_by(RunEventRow.id.asc())
+            query = query.where(_E.c.seq > after_seq)
+        query = query.order_by(_E.c.id.asc())
         if limit:
             query = query.limit(limit)
-        async with self._db.sessions() as session:
-            rows = (await session.scalars(query)).all()
-        return [JournalEntry(r.run_id, r.thread_id, r.user_id, r.seq, r.event_type, r.category,
-                             dict(r.payload or {}), r.created_at) for r in rows]
+
+        def read(conn: sa.Connection) -> list[JournalEntry]:
+            return [JournalEntry(r.run_id, r.thread_id, r.user_id, r.seq, r.event_type, r.category,
+                                 dict(r.payload or {}), r.created_at) for r in conn.execute(query)]
+
+        return await self._db.read(read)
 
     async def delete_thread(self, thread_id: str) -> None:
         """Forget a thread's journal."""
-        async with self._db.sessions.begin() as session:
-            await session.execute(sa.delete(RunEventRow).where(RunEventRow.thread_id == thread_id))
+        await self._db.write(lambda conn: conn.execute(sa.delete(_E).where(_E.c.thread_id == thread_id)))
 
 
 class FeedbackStore:
@@ -95,19 +98,13 @@ class FeedbackStore:
     async def add(self, run_id: str, thread_id: str, user_id: str, rating: int,
                   comment: str | None = None) -> dict[str, Any]:
         """Store a rating; returns it as a dict."""
-        row = FeedbackRow(feedback_id=str(uuid.uuid4()), run_id=run_id, thread_id=thread_id, user_id=user_id,
-                          rating=rating, comment=comment, created_at=time.time())
-        async with self._db.sessions.begin() as session:
-            session.add(row)
-        return self._dict(row)
+        row = {"feedback_id": str(uuid.uuid4()), "run_id": run_id, "thread_id": thread_id, "user_id": user_id,
+               "rating": rating, "comment": comment, "created_at": time.time()}
+        await self._db.write(lambda conn: conn.execute(sa.insert(_F), row))
+        return {key: value for key, value in row.items() if key != "user_id"}
 
     async def list(self, run_id: str, user_id: str) -> list[dict[str, Any]]:
         """A run's ratings by this user."""
-        query = sa.select(FeedbackRow).where(FeedbackRow.run_id == run_id, FeedbackRow.user_id == user_id)
-        async with self._db.sessions() as session:
-            return [self._dict(r) for r in (await session.scalars(query)).all()]
-
-    @staticmethod
-    def _dict(row: FeedbackRow) -> dict[str, Any]:
-        return {"feedback_id": row.feedback_id, "run_id": row.run_id, "thread_id": row.thread_id,
-                "rating": row.rating, "comment": row.comment, "created_at": row.created_at}
+        query = (sa.select(_F.c.feedback_id, _F.c.run_id, _F.c.thread_id, _F.c.rating, _F.c.comment,
+                           _F.c.created_at).where(_F.c.run_id == run_id, _F.c.user_id == user_id))
+        return await self._db.read(lambda conn: [dict(r._mapping) for r in conn.execute(query)])

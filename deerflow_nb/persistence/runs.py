@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,11 +57,11 @@ class RunInfo:
     owner: str | None = None
 
     @classmethod
-    def from_row(cls, row: RunRow) -> RunInfo:
-        """Build from an ORM row."""
-        return cls(row.run_id, row.thread_id, row.user_id, row.assistant_id, row.status, row.multitask_strategy,
-                   dict(row.metadata_ or {}), dict(row.kwargs or {}), row.error, row.stop_reason, row.usage,
-                   row.created_at, row.updated_at, row.owner)
+    def from_mapping(cls, row: Mapping[str, Any]) -> RunInfo:
+        """Build from a Core result row's mapping (column names, ``metadata`` included)."""
+        return cls(row["run_id"], row["thread_id"], row["user_id"], row["assistant_id"], row["status"],
+                   row["multitask_strategy"], dict(row["metadata"] or {}), dict(row["kwargs"] or {}), row["error"],
+                   row["stop_reason"], row["usage"], row["created_at"], row["updated_at"], row["owner"])
 
 
 class RunStore:
@@ -70,16 +70,26 @@ class RunStore:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def create(self, info: RunInfo) -> None:
-        """Insert a ``pending`` run; a second active run on the thread raises :class:`ThreadBusyError`."""
+    async def create(self, info: RunInfo, *, status: str | None = None, thread_status: str | None = None) -> None:
+        """Insert the run; a second active run on the thread raises :class:`ThreadBusyError`.
+
+        ``status`` overrides ``info.status``. With ``thread_status``, the thread's status is
+        set in the same transaction (a run that starts at once is inserted ``running`` and
+        marks its thread in one commit).
+        """
+        values = {"run_id": info.run_id, "thread_id": info.thread_id, "user_id": info.user_id,
+                  "assistant_id": info.assistant_id, "status": status or info.status,
+                  "multitask_strategy": info.multitask_strategy, "metadata": info.metadata, "kwargs": info.kwargs,
+                  "error": None, "stop_reason": None, "usage": None, "owner": info.owner,
+                  "created_at": info.created_at, "updated_at": info.updated_at}
+
+        def insert(conn: sa.Connection) -> None:
+            conn.execute(_INSERT_RUN, values)
+            if thread_status is not None:
+                _set_thread(conn, info.thread_id, thread_status, info.updated_at, None, info.user_id)
+
         try:
-            async with self._db.engine.begin() as conn:
-                await conn.execute(_INSERT_RUN, {
-                    "run_id": info.run_id, "thread_id": info.thread_id, "user_id": info.user_id,
-                    "assistant_id": info.assistant_id, "status": info.status,
-                    "multitask_strategy": info.multitask_strategy, "metadata": info.metadata,
-                    "kwargs": info.kwargs, "error": None, "stop_reason": None, "usage": None, "owner": info.owner,
-                    "created_at": info.created_at, "updated_at": info.updated_at})
+            await self._db.write(insert)
         except IntegrityError:
             raise ThreadBusyError(f"thread {info.thread_id!r} already has an active run; "
                                   "wait for it, cancel it, or use multitask_strategy='interrupt'") from None
@@ -103,54 +113,66 @@ class RunStore:
             values["stop_reason"] = stop_reason
         if usage is not None:
             values["usage"] = usage
-        async with self._db.engine.begin() as conn:
-            await conn.execute(_update_run(tuple(values)), {"rid": run_id, **values})
+        rows = event_rows(events) if events else None
+
+        def update(conn: sa.Connection) -> None:
+            conn.execute(_update_run(tuple(values)), {"rid": run_id, **values})
             if thread is not None:
-                changes: dict[str, Any] = {"status": thread[1], "updated_at": now}
-                if title:
-                    changes["title"] = title
-                result = await conn.execute(_update_thread(tuple(changes)), {"tid": thread[0], **changes})
-                if user_id is not None and not result.rowcount:
-                    await conn.execute(sa.insert(ThreadMetaRow.metadata.tables["threads_meta"]), {
-                        "thread_id": thread[0], "user_id": user_id, "assistant_id": "lead_agent",
-                        "title": title or None, "status": thread[1], "metadata": {}, "created_at": now,
-                        "updated_at": now})
-            if events:
-                await conn.execute(INSERT_EVENT, event_rows(events))
+                _set_thread(conn, thread[0], thread[1], now, title, user_id)
+            if rows:
+                conn.execute(INSERT_EVENT, rows)
+
+        await self._db.write(update)
 
     async def get(self, run_id: str, user_id: str | None) -> RunInfo | None:
         """The run, if it exists and (when ``user_id`` is given) belongs to that user."""
-        async with self._db.sessions() as session:
-            row = await session.get(RunRow, run_id)
-        if row is None or (user_id is not None and row.user_id != user_id):
+        row = await self._db.read(lambda conn: _first(conn, sa.select(_R).where(_R.c.run_id == run_id)))
+        if row is None or (user_id is not None and row["user_id"] != user_id):
             return None
-        return RunInfo.from_row(row)
+        return RunInfo.from_mapping(row)
 
     async def list_by_thread(self, thread_id: str, user_id: str, *, limit: int = 10, offset: int = 0,
                              status: str | None = None) -> list[RunInfo]:
         """The thread's runs, newest first."""
-        query = (sa.select(RunRow).where(RunRow.thread_id == thread_id, RunRow.user_id == user_id)
-                 .order_by(RunRow.created_at.desc()).limit(limit).offset(offset))
+        query = (sa.select(_R).where(_R.c.thread_id == thread_id, _R.c.user_id == user_id)
+                 .order_by(_R.c.created_at.desc()).limit(limit).offset(offset))
         if status:
-            query = query.where(RunRow.status == status)
-        async with self._db.sessions() as session:
-            return [RunInfo.from_row(r) for r in (await session.scalars(query)).all()]
+            query = query.where(_R.c.status == status)
+        return [RunInfo.from_mapping(r) for r in await self._db.read(lambda conn: _all(conn, query))]
 
     async def active(self) -> list[RunInfo]:
         """Every run still marked ``pending`` or ``running`` (all users)."""
-        query = sa.select(RunRow).where(RunRow.status.in_(ACTIVE_RUN_STATUSES))
-        async with self._db.sessions() as session:
-            return [RunInfo.from_row(r) for r in (await session.scalars(query)).all()]
+        query = sa.select(_R).where(_R.c.status.in_(ACTIVE_RUN_STATUSES))
+        return [RunInfo.from_mapping(r) for r in await self._db.read(lambda conn: _all(conn, query))]
 
     async def claim_orphan(self, run_id: str, *, error: dict[str, Any]) -> bool:
         """Atomically move a still-active run to ``error`` (``stop_reason=orphan_recovered``)."""
-        stmt = (sa.update(RunRow).where(RunRow.run_id == run_id, RunRow.status.in_(ACTIVE_RUN_STATUSES))
+        stmt = (sa.update(_R).where(_R.c.run_id == run_id, _R.c.status.in_(ACTIVE_RUN_STATUSES))
                 .values(status="error", stop_reason="orphan_recovered", error=error, updated_at=time.time()))
-        async with self._db.sessions.begin() as session:
-            result = await session.execute(stmt)
-        return bool(getattr(result, "rowcount", 0))
+        return bool(await self._db.write(lambda conn: conn.execute(stmt).rowcount))
 
     async def delete_thread(self, thread_id: str) -> None:
         """Forget every run of a thread."""
-        async with self._db.sessions.begin() as session:
-            await session.execute(sa.delete(RunRow).where(RunRow.thread_id == thread_id))
+        await self._db.write(lambda conn: conn.execute(sa.delete(_R).where(_R.c.thread_id == thread_id)))
+
+
+def _first(conn: sa.Connection, query: sa.Select[Any]) -> dict[str, Any] | None:
+    row = conn.execute(query).first()
+    return dict(row._mapping) if row is not None else None
+
+
+def _all(conn: sa.Connection, query: sa.Select[Any]) -> list[dict[str, Any]]:
+    return [dict(row._mapping) for row in conn.execute(query)]
+
+
+def _set_thread(conn: sa.Connection, thread_id: str, status: str, now: float, title: str | None,
+                user_id: str | None) -> None:
+    """Set a thread's status (and title); with ``user_id``, re-create a row deleted by another process."""
+    changes: dict[str, Any] = {"status": status, "updated_at": now}
+    if title:
+        changes["title"] = title
+    result = conn.execute(_update_thread(tuple(changes)), {"tid": thread_id, **changes})
+    if user_id is not None and not result.rowcount:
+        conn.execute(sa.insert(ThreadMetaRow.metadata.tables["threads_meta"]), {
+            "thread_id": thread_id, "user_id": user_id, "assistant_id": "lead_agent", "title": title or None,
+            "status": status, "metadata": {}, "created_at": now, "updated_at": now})

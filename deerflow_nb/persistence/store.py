@@ -11,7 +11,7 @@ from pathlib import Path
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from deerflow_nb.persistence.engine import Database, DatabaseTarget, open_checkpointer, open_database
+from deerflow_nb.persistence.engine import Database, DatabaseTarget, DbWorker, open_checkpointer, open_database
 from deerflow_nb.persistence.events import FeedbackStore, RunEventStore
 from deerflow_nb.persistence.runs import RunStore
 from deerflow_nb.persistence.threads import ThreadRecord, ThreadStore
@@ -45,7 +45,8 @@ class Store:
     async def ensure_thread(self, thread_id: str, user_id: str, *, new: bool = False) -> None:
         """Like :meth:`create_or_get_thread` without the record; free for threads verified before.
 
-        ``new=True`` says ``thread_id`` was just generated (skip the lookup, insert at once).
+        ``new=True`` says ``thread_id`` was just generated: no lookup, and the row is written
+        with the thread's first run (see :meth:`ThreadStore.ensure`).
         """
         await self.threads.ensure(thread_id, user_id, new=new)
 
@@ -74,8 +75,12 @@ class Store:
         """Close the checkpointer and the engine."""
         if self._close_checkpointer is not None:
             close, self._close_checkpointer = self._close_checkpointer, None
-            await close()
-            await self.db.dispose()
+            try:
+                await close()
+                await self.db.dispose()
+            finally:
+                if self.db.worker is not None:
+                    self.db.worker.shutdown()
 
 
 async def open_store(target: DatabaseTarget | Path | None) -> Store:
@@ -84,13 +89,19 @@ async def open_store(target: DatabaseTarget | Path | None) -> Store:
     Must run on the loop that will use the store (its connections are loop-affine).
     """
     if target is None:
-        target = DatabaseTarget("memory", "sqlite+aiosqlite://")
+        target = DatabaseTarget("memory", "sqlite://")
     elif isinstance(target, Path):
-        target = DatabaseTarget("sqlite", f"sqlite+aiosqlite:///{target}", sqlite_path=target)
-    db = await open_database(target)
+        target = DatabaseTarget("sqlite", f"sqlite:///{target}", sqlite_path=target)
+    worker = DbWorker() if target.backend != "postgres" else None
     try:
-        saver, close = await open_checkpointer(target)
+        db = await open_database(target, worker=worker)
+        try:
+            saver, close = await open_checkpointer(target, worker=worker)
+        except BaseException:
+            await db.dispose()
+            raise
     except BaseException:
-        await db.dispose()
+        if worker is not None:
+            worker.shutdown()
         raise
     return Store(db, saver, close)

@@ -1,8 +1,9 @@
 """``RunManager``: admission, execution, cancellation and recovery of runs.
 
 Statuses: ``pending`` → ``running`` → ``success`` | ``error`` | ``timeout`` | ``interrupted``.
-A run is admitted by inserting its ``pending`` row: the partial unique index on
-``runs`` lets at most one active run per thread win, across processes. Multitask
+A run is admitted by inserting its row, already ``running`` since it starts at once
+(the record handed back still says ``pending`` until its task runs): the partial
+unique index on ``runs`` lets at most one active run per thread win, across processes. Multitask
 strategies: ``reject`` (default; a busy thread raises
 :class:`~deerflow_nb.errors.ThreadBusyError`), ``interrupt`` (cancel the active run
 first) and ``rollback`` (cancel it and restore the state from before it started).
@@ -158,7 +159,11 @@ class RunManager:
                                metadata=dict(metadata or {}), kwargs=dict(kwargs or {}), on_rollback=on_rollback)
             record.owner = self.owner
             if self._runs is not None:
-                await self._runs.create(record)  # the unique index decides races between processes
+                # the run starts at once: stored as running (its thread too) in the admitting
+                # transaction; the unique index decides races between processes
+                await self._runs.create(record, status="running", thread_status="running")
+                if self._threads is not None:
+                    self._threads.mark_saved(thread_id)  # a new thread's row came with the admission
             self._active[thread_id] = record
             self._remember(record)
             self.bridge.open(record.run_id)
@@ -179,11 +184,6 @@ class RunManager:
         status = "error"
         try:
             record.status = "running"
-            if self._runs is not None:
-                # awaited, not overlapped with the body: a concurrent write contends with the
-                # checkpointer's connection for SQLite's write lock, which costs more than it saves
-                await self._runs.set_status(record.run_id, "running", thread=(record.thread_id, "running"),
-                                            user_id=record.user_id)
             async with asyncio.timeout(timeout):
                 async for event in body(record):
                     record.observe(event)

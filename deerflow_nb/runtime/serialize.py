@@ -6,7 +6,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-__all__ = ["message_text", "serialize_message", "serialize_state"]
+__all__ = ["MessageCache", "message_text", "serialize_message", "serialize_state"]
 
 
 def message_text(message: BaseMessage) -> str:
@@ -52,15 +52,41 @@ def serialize_message(message: BaseMessage, *, omit_text: bool = False) -> dict[
     return data
 
 
-def serialize_state(values: dict[str, Any], *, streamed_ids: set[str] | None = None) -> dict[str, Any]:
-    """A state snapshot; AI messages whose ids are in ``streamed_ids`` carry no text."""
+def serialize_state(values: dict[str, Any], *, streamed_ids: set[str] | None = None,
+                    cache: MessageCache | None = None) -> dict[str, Any]:
+    """A state snapshot; AI messages whose ids are in ``streamed_ids`` carry no text.
+
+    ``cache`` reuses the forms of messages serialized for an earlier snapshot of the same
+    run (state snapshots share their message objects), so a run's snapshots cost time in
+    proportion to the new messages, not the whole history. Treat the result as read-only.
+    """
     streamed_ids = streamed_ids or set()
     out: dict[str, Any] = {}
     for key, value in values.items():
         if key == "messages":
-            out[key] = [serialize_message(m, omit_text=bool(m.id and m.id in streamed_ids)) for m in value]
+            if cache is None:
+                out[key] = [serialize_message(m, omit_text=bool(m.id and m.id in streamed_ids)) for m in value]
+            else:
+                out[key] = [cache.get(m, omit_text=bool(m.id and m.id in streamed_ids)) for m in value]
         elif key in {"viewed_images", "jump_to", "structured_response"}:
             continue  # base64 payloads and control fields are not part of the public snapshot
         else:
             out[key] = value
     return out
+
+
+class MessageCache:
+    """Serialized messages by object identity (the cache holds the message, so ids stay unique)."""
+
+    def __init__(self) -> None:
+        self._forms: dict[tuple[int, bool], tuple[BaseMessage, dict[str, Any]]] = {}
+
+    def get(self, message: BaseMessage, *, omit_text: bool = False) -> dict[str, Any]:
+        """``serialize_message(message, omit_text=...)``, computed once per message object."""
+        key = (id(message), omit_text)
+        hit = self._forms.get(key)
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        data = serialize_message(message, omit_text=omit_text)
+        self._forms[key] = (message, data)
+        return data

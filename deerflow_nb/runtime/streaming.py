@@ -14,7 +14,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from deerflow_nb.runtime.events import StreamEvent
-from deerflow_nb.runtime.serialize import message_text, serialize_message, serialize_state
+from deerflow_nb.runtime.serialize import MessageCache, message_text, serialize_message, serialize_state
 
 __all__ = ["StreamConverter"]
 
@@ -28,6 +28,7 @@ class StreamConverter:
         self.tool_calls_sent: set[str] = set()
         self.tool_results_sent: set[str] = set()
         self.final_state: dict[str, Any] = {}
+        self._forms = MessageCache()  # each values snapshot serializes only the new messages
 
     # -- messages mode -------------------------------------------------------------
     def _text_delta(self, message_id: str, full_or_delta: str, *, is_delta: bool) -> StreamEvent | None:
@@ -91,7 +92,7 @@ class StreamConverter:
                 if event:
                     yield event
         self.final_state = state
-        yield StreamEvent("values", serialize_state(state, streamed_ids=set(self.streamed)))
+        yield StreamEvent("values", serialize_state(state, streamed_ids=set(self.streamed), cache=self._forms))
 
     def feed(self, mode: str, chunk: Any) -> Iterator[StreamEvent]:
         """Events for one ``(mode, chunk)`` item of ``graph.astream``."""

@@ -9,13 +9,11 @@ from deerflow_nb.persistence.models import APP_TABLES, Base
 
 
 async def _tables(db) -> set[str]:
-    async with db.engine.connect() as conn:
-        return set(await conn.run_sync(lambda c: sa.inspect(c).get_table_names()))
+    return set(await db.read(lambda c: sa.inspect(c).get_table_names()))
 
 
 async def _version(db) -> list[str]:
-    async with db.engine.connect() as conn:
-        return [r[0] for r in await conn.execute(sa.text("SELECT version_num FROM alembic_version"))]
+    return await db.read(lambda c: [r[0] for r in c.execute(sa.text("SELECT version_num FROM alembic_version"))])
 
 
 @pytest.mark.asyncio
@@ -25,7 +23,7 @@ async def test_empty_database_is_created_and_stamped_then_upgraded(target):
         assert APP_TABLES <= await _tables(db)
         assert await _version(db) == ["0001_baseline"]
         # a second start takes the "versioned" branch and changes nothing
-        assert await bootstrap_schema(db.engine, backend=target.backend) == "upgraded"
+        assert await bootstrap_schema(db) == "upgraded"
         assert await _version(db) == ["0001_baseline"]
     finally:
         await db.dispose()
@@ -35,10 +33,12 @@ async def test_empty_database_is_created_and_stamped_then_upgraded(target):
 async def test_legacy_database_is_backfilled_and_stamped(target):
     db = await open_database(target)
     try:
-        async with db.engine.begin() as conn:  # simulate a pre-alembic database: one table, no version
-            await conn.execute(sa.text("DROP TABLE alembic_version"))
-            await conn.run_sync(lambda c: Base.metadata.drop_all(c, tables=[Base.metadata.tables["feedback"]]))
-        assert await bootstrap_schema(db.engine, backend=target.backend) == "legacy"
+        def make_legacy(c: sa.Connection) -> None:  # a pre-alembic database: one table missing, no version
+            c.execute(sa.text("DROP TABLE alembic_version"))
+            Base.metadata.drop_all(c, tables=[Base.metadata.tables["feedback"]])
+
+        await db.write(make_legacy)
+        assert await bootstrap_schema(db) == "legacy"
         assert set(BASELINE_TABLES) <= await _tables(db)
         assert await _version(db) == ["0001_baseline"]
     finally:

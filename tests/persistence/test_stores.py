@@ -94,3 +94,33 @@ async def test_checkpointer_works_on_both_backends(target):
             saved["configurable"]["checkpoint_id"]
     finally:
         await store.aclose()
+
+
+async def _raw_thread_ids(store) -> set[str]:
+    import sqlalchemy as sa
+
+    return set(await store.db.read(lambda c: [r[0] for r in c.execute(sa.text("SELECT thread_id FROM threads_meta"))]))
+
+
+@pytest.mark.asyncio
+async def test_a_new_thread_is_stored_with_its_first_run_or_when_threads_are_read(target):
+    store = await open_store(target)
+    try:
+        await store.ensure_thread("fresh-1", "alice", new=True)
+        await store.ensure_thread("fresh-2", "alice", new=True)
+        await store.ensure_thread("fresh-3", "bob", new=True)
+        assert await _raw_thread_ids(store) == set()  # nothing written yet
+        with pytest.raises(NotFoundError):  # but ownership is already enforced
+            await store.ensure_thread("fresh-1", "bob")
+        # the first run's admission writes the row in its own transaction
+        await store.runs.create(RunInfo("r1", "fresh-1", "alice"), status="running", thread_status="running")
+        store.threads.mark_saved("fresh-1")
+        assert await _raw_thread_ids(store) == {"fresh-1"}
+        assert (await store.threads.get("fresh-1", "alice")).status == "running"
+        # reading alice's threads writes her unsaved ones (not bob's)
+        assert {t.thread_id for t in await store.threads.search("alice")} == {"fresh-1", "fresh-2"}
+        assert await _raw_thread_ids(store) == {"fresh-1", "fresh-2"}
+        assert (await store.threads.get("fresh-3", "bob")).user_id == "bob"
+        assert await _raw_thread_ids(store) == {"fresh-1", "fresh-2", "fresh-3"}
+    finally:
+        await store.aclose()

@@ -36,8 +36,10 @@ async def test_lifecycle_and_thread_status(store):
     manager = manager_for(store)
     gate = asyncio.Event()
     record = await manager.create(thread_id="t", user_id="u", body=gated(gate, ("a", "b")))
-    assert record.status == "pending"
-    assert (await store.threads.get("t", "u")).status == "idle"  # not running before the run starts
+    assert record.status == "pending"  # the record: its task has not run yet
+    # the row: admitted and started in one transaction, thread marked with it
+    assert (await store.runs.get(record.run_id, "u")).status == "running"
+    assert (await store.threads.get("t", "u")).status == "running"
     await asyncio.sleep(0.05)
     assert record.status == "running"
     assert (await store.threads.get("t", "u")).status == "running"
