@@ -276,8 +276,9 @@ class EmbeddedEngine:
         fresh = store.threads.take_fresh(thread_id)
 
         async def body(record: RunRecord) -> AsyncIterator[StreamEvent]:
-            # folders + workspace snapshot (one worker-thread hop) and the rollback point in parallel
-            folders = asyncio.ensure_future(asyncio.to_thread(self._prepare_folders, user_id, thread_id))
+            # folders, workspace snapshot, uploads scan and the plug-ins' blocking preparation (one
+            # worker-thread hop) and the rollback point in parallel
+            folders = asyncio.ensure_future(asyncio.to_thread(self._prepare_folders, context))
             try:
                 rollback_point.append(None if fresh else await capture_rollback_point(store.checkpointer, thread_id))
             except BaseException:
@@ -325,10 +326,25 @@ class EmbeddedEngine:
                     await plugin.finish_run(context, "error")
             raise
 
-    def _prepare_folders(self, user_id: str, thread_id: str) -> tuple[Path, dict[str, Any], str]:
-        """(Blocking) the thread's folders, the workspace snapshot before a run, and its sandbox id."""
+    def _prepare_folders(self, context: RunContext) -> tuple[Path, dict[str, Any], str]:
+        """(Blocking) a run's setup off the loop, in one go.
+
+        The thread's folders, the workspace snapshot before the run, its sandbox id, the
+        uploads listing (``context.extra["uploads_scan"]``, read by the Uploads middleware)
+        and every plug-in's :meth:`~AgentPlugin.prepare_run_blocking`.
+        """
+        from deerflow_nb.agent.middlewares.uploads import list_upload_entries
+
+        user_id, thread_id = context.user_id, context.thread_id
+        assert thread_id is not None
         user_data = self.paths.ensure_thread_dirs(user_id, thread_id)
         before = snapshot(user_data)
+        context.extra["uploads_scan"] = list_upload_entries(str(user_data / "uploads"))
+        for plugin in self.plugins:
+            try:
+                plugin.prepare_run_blocking(context)
+            except Exception as exc:  # preparation is best effort; the run reports real failures
+                logger.warning("plugin %s could not prepare run %s: %s", type(plugin).__name__, context.run_id, exc)
         return user_data, before, self.sandbox_provider.acquire(thread_id, user_id=user_id).id
 
     # -- state ---------------------------------------------------------------------

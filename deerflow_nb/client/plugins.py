@@ -47,7 +47,17 @@ class AgentPlugin:
         return ()
 
     async def prepare_run(self, context: RunContext) -> None:
-        """Adjust a run's context before it starts (e.g. attach services to ``context.extra``)."""
+        """Adjust a run's context before it starts (e.g. attach services to ``context.extra``).
+
+        Runs on the event loop before the run is admitted; raising refuses the run.
+        """
+
+    def prepare_run_blocking(self, context: RunContext) -> None:
+        """Blocking preparation (file reads) after admission, off the event loop.
+
+        Runs in the worker thread that also creates the run's folders, so it costs no
+        extra hop. Errors are logged and the run goes on.
+        """
 
     async def finish_run(self, context: RunContext, status: str) -> None:
         """Called after a run ends (e.g. queue memory updates)."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -46,12 +45,12 @@ class MemoryPlugin(AgentPlugin):
             return ()
         return [self.service.context_block]
 
-    async def prepare_run(self, context: RunContext) -> None:
-        """Load the user's memory off the event loop, so the provider only reads the cache."""
+    def prepare_run_blocking(self, context: RunContext) -> None:
+        """Load the user's memory (off the event loop), so the provider only reads the cache."""
         if not self.service.config.enabled:
             return
         try:
-            await asyncio.to_thread(self.service.storage(context.user_id).load)
+            self.service.storage(context.user_id).load()
         except MemoryStoreError:
             pass  # reported (once per thread) by the provider; the run goes on without memory
 

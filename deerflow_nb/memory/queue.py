@@ -40,6 +40,7 @@ class MemoryQueue:
         self._debounce = debounce_seconds
         self._pending: dict[tuple[str, str], PendingUpdate] = {}
         self._timer: asyncio.Task[None] | None = None
+        self._deadline = 0.0  # loop time at which the timer flushes (pushed back by each add)
         self._lock: asyncio.Lock | None = None
         self.processing = False
         self.processed = 0
@@ -52,14 +53,21 @@ class MemoryQueue:
         return len(self._pending)
 
     def add(self, item: PendingUpdate) -> None:
-        """Queue ``item`` (replacing the same thread's older entry) and restart the timer."""
+        """Queue ``item`` (replacing the same thread's older entry) and push the flush back.
+
+        One timer task serves a burst of runs: each add only moves its deadline (the
+        debounce is read here, while the finishing run's config is current).
+        """
         self._pending[(item.user_id, item.thread_id)] = item
-        if self._timer is not None and not self._timer.done():
-            self._timer.cancel()
-        self._timer = asyncio.get_running_loop().create_task(self._after_delay())
+        loop = asyncio.get_running_loop()
+        self._deadline = loop.time() + max(0.0, self._debounce())
+        if self._timer is None or self._timer.done():
+            self._timer = loop.create_task(self._after_delay())
 
     async def _after_delay(self) -> None:
-        await asyncio.sleep(max(0.0, self._debounce()))
+        loop = asyncio.get_running_loop()
+        while (delay := self._deadline - loop.time()) > 0:
+            await asyncio.sleep(delay)
         self._timer = None  # flush must not cancel the task it runs in
         await self.flush()
 

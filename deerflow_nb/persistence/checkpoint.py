@@ -1,66 +1,194 @@
-"""The SQLite checkpointer: LangGraph's ``SqliteSaver`` driven from the store's database thread.
+"""The SQLite checkpointer: LangGraph's ``SqliteSaver`` tables, written behind the run.
 
 LangGraph's ``AsyncSqliteSaver`` goes through aiosqlite, which hops to its own thread
 for every driver call (execute, fetch, cursor close, commit): about sixty hops per
-agent turn. :class:`ThreadedSqliteSaver` runs each whole saver operation (serialise,
-write, commit) as one call on the :class:`~deerflow_nb.persistence.engine.DbWorker`
-that also writes the app tables. The tables and the stored bytes are LangGraph's own,
-so a database written by either saver is read by the other.
+agent turn, each waking the event loop. :class:`ThreadedSqliteSaver` works on the
+store's :class:`~deerflow_nb.persistence.engine.DbWorker` instead:
+
+- writes (``aput``, ``aput_writes``) serialise on the caller's loop (the values are
+  the run's live objects) and are *queued*: the insert and commit run on the database
+  thread while the graph goes on, with no hop back. LangGraph's ``durability="async"``
+  never waits for them anyway; this removes the wake-ups too.
+- reads and deletes wait for their result; the database thread runs jobs in order, so
+  they see every write queued before them (a run's final status, written through the
+  same thread, lands after its checkpoints).
+- a failed write is logged and raised by the next operation, and by :meth:`aflush`,
+  which the runtime awaits when a run's graph has finished.
+
+The tables and stored bytes are LangGraph's own: either saver reads what the other wrote.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_metadata,
+)
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from deerflow_nb.persistence.engine import DbWorker
 
 __all__ = ["ThreadedSqliteSaver", "open_sqlite_saver"]
 
+logger = logging.getLogger(__name__)
+
+_INSERT_CHECKPOINT = (
+    "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
+    "type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+_WRITE_COLUMNS = "(thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value)"
+_REPLACE_WRITES = f"INSERT OR REPLACE INTO writes {_WRITE_COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_IGNORE_WRITES = f"INSERT OR IGNORE INTO writes {_WRITE_COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
 
 class ThreadedSqliteSaver(SqliteSaver):
-    """A ``SqliteSaver`` whose async methods each run as one call on ``worker``.
+    """A ``SqliteSaver`` whose async writes are queued on ``worker`` (see the module docs).
 
-    The sync methods still work (from any thread: the connection is shared under the
-    saver's lock), so ``graph.invoke`` and ``graph.get_state`` work too.
+    The sync methods work from any thread; reads made from outside the database thread
+    wait for the queued writes first.
     """
 
     def __init__(self, conn: sqlite3.Connection, worker: DbWorker) -> None:
         super().__init__(conn)
         self.worker = worker
+        self._failure: BaseException | None = None
+        self._failure_lock = threading.Lock()
+
+    # -- failures of queued writes ------------------------------------------------------
+    def _record_failure(self, exc: BaseException) -> None:
+        logger.error("could not write a checkpoint: %s", exc)
+        with self._failure_lock:
+            if self._failure is None:
+                self._failure = exc
+
+    def _raise_failure(self) -> None:
+        with self._failure_lock:
+            failure, self._failure = self._failure, None
+        if failure is not None:
+            raise RuntimeError(f"an earlier checkpoint write failed: {failure}") from failure
+
+    def _queue(self, func: Callable[..., None], *args: Any) -> None:
+        def job() -> None:
+            try:
+                func(*args)
+            except BaseException as exc:  # reported by the next operation and by aflush()
+                self._record_failure(exc)
+
+        self.worker.submit(job)
+
+    async def aflush(self) -> None:
+        """Wait until every queued write is committed; raise if one failed."""
+        await self.worker.call(lambda: None)
+        self._raise_failure()
+
+    # -- writes -------------------------------------------------------------------------
+    def _write_checkpoint(self, row: tuple[Any, ...]) -> None:
+        with self.cursor() as cur:
+            cur.execute(_INSERT_CHECKPOINT, row)
+
+    def _write_writes(self, query: str, rows: list[tuple[Any, ...]]) -> None:
+        with self.cursor() as cur:
+            cur.executemany(query, rows)
+
+    def _checkpoint_row(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
+                        ) -> tuple[RunnableConfig, tuple[Any, ...]]:
+        configurable = config["configurable"]
+        type_, blob = self.serde.dumps_typed(checkpoint)
+        meta = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False).encode("utf-8", "ignore")
+        row = (str(configurable["thread_id"]), configurable["checkpoint_ns"], checkpoint["id"],
+               configurable.get("checkpoint_id"), type_, blob, meta)
+        saved: RunnableConfig = {"configurable": {"thread_id": configurable["thread_id"],
+                                                  "checkpoint_ns": configurable["checkpoint_ns"],
+                                                  "checkpoint_id": checkpoint["id"]}}
+        return saved, row
+
+    def _writes_rows(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                     task_path: str) -> tuple[str, list[tuple[Any, ...]]]:
+        configurable = config["configurable"]
+        query = _REPLACE_WRITES if all(channel in WRITES_IDX_MAP for channel, _ in writes) else _IGNORE_WRITES
+        rows = [(str(configurable["thread_id"]), str(configurable["checkpoint_ns"]),
+                 str(configurable["checkpoint_id"]), task_id, task_path, WRITES_IDX_MAP.get(channel, idx), channel,
+                 *self.serde.dumps_typed(value))
+                for idx, (channel, value) in enumerate(writes)]
+        return query, rows
+
+    def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+            new_versions: ChannelVersions) -> RunnableConfig:
+        """Store a checkpoint now (sync graphs)."""
+        saved, row = self._checkpoint_row(config, checkpoint, metadata)
+        self._write_checkpoint(row)
+        return saved
+
+    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                   task_path: str = "") -> None:
+        """Store a task's pending writes now (sync graphs)."""
+        query, rows = self._writes_rows(config, writes, task_id, task_path)
+        self._write_writes(query, rows)
+
+    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+                   new_versions: ChannelVersions) -> RunnableConfig:
+        """Serialise the checkpoint here and queue its insert."""
+        self._raise_failure()
+        saved, row = self._checkpoint_row(config, checkpoint, metadata)
+        self._queue(self._write_checkpoint, row)
+        return saved
+
+    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                          task_path: str = "") -> None:
+        """Serialise a task's pending writes here and queue their insert."""
+        self._raise_failure()
+        query, rows = self._writes_rows(config, writes, task_id, task_path)
+        self._queue(self._write_writes, query, rows)
+
+    # -- reads (after the queued writes) --------------------------------------------------
+    def _on_worker(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if self.worker.on_thread():
+            return func(*args, **kwargs)
+        return self.worker.submit(func, *args, **kwargs).result()
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint ``config`` names (its newest one without a ``checkpoint_id``)."""
+        return self._on_worker(super().get_tuple, config)  # type: ignore[no-any-return]
+
+    def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+             before: RunnableConfig | None = None, limit: int | None = None) -> Iterator[CheckpointTuple]:
+        """Checkpoints newest first."""
+        parent = super().list
+        return iter(self._on_worker(lambda: [*parent(config, filter=filter, before=before, limit=limit)]))
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete every checkpoint and write of a thread."""
+        self._on_worker(super().delete_thread, thread_id)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """The checkpoint ``config`` names (its newest one without a ``checkpoint_id``)."""
+        """Async twin of :meth:`get_tuple`."""
+        self._raise_failure()
         return await self.worker.call(self.get_tuple, config)
 
     async def alist(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
                     before: RunnableConfig | None = None, limit: int | None = None
                     ) -> AsyncIterator[CheckpointTuple]:
         """Checkpoints newest first (read in one call, then yielded)."""
-        def collect() -> list[CheckpointTuple]:
-            return list(self.list(config, filter=filter, before=before, limit=limit))
-
-        for item in await self.worker.call(collect):
+        self._raise_failure()
+        items = await self.worker.call(lambda: [*self.list(config, filter=filter, before=before, limit=limit)])
+        for item in items:
             yield item
 
-    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
-                   new_versions: ChannelVersions) -> RunnableConfig:
-        """Store a checkpoint."""
-        return await self.worker.call(self.put, config, checkpoint, metadata, new_versions)
-
-    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
-                          task_path: str = "") -> None:
-        """Store a task's pending writes."""
-        await self.worker.call(self.put_writes, config, writes, task_id, task_path)
-
     async def adelete_thread(self, thread_id: str) -> None:
-        """Delete every checkpoint and write of a thread."""
+        """Async twin of :meth:`delete_thread`."""
         await self.worker.call(self.delete_thread, thread_id)
 
     async def aget_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]
@@ -90,6 +218,10 @@ async def open_sqlite_saver(path: Path, worker: DbWorker
     saver = await worker.call(_connect, path, worker)
 
     async def close() -> None:
-        await worker.call(saver.conn.close)
+        try:
+            await saver.aflush()
+        finally:
+            await worker.call(saver.conn.close)
 
     return saver, close
+

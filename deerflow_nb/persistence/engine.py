@@ -15,7 +15,9 @@ file lock. On PostgreSQL it runs through the async engine (``run_sync``).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
+import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -76,16 +78,29 @@ class DbWorker:
 
     Everything of one store (app tables and checkpoints) goes through it, so writes
     are serialised in this process and each transaction costs a single hop off the
-    event loop. A cancelled caller does not cancel work already submitted.
+    event loop; work queued without waiting (:meth:`submit`) costs none. A cancelled
+    caller does not cancel work already submitted.
     """
 
     def __init__(self, name: str = "deerflow-db") -> None:
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self._ident: int | None = None
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name, initializer=self._started)
+
+    def _started(self) -> None:
+        self._ident = threading.get_ident()
+
+    def on_thread(self) -> bool:
+        """Whether the caller runs on the database thread."""
+        return self._ident == threading.get_ident()
 
     async def call(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run ``func(*args, **kwargs)`` on the database thread and await its result."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, functools.partial(func, *args, **kwargs))
+
+    def submit(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> concurrent.futures.Future[T]:
+        """Queue ``func(*args, **kwargs)`` without waiting (jobs run in submission order)."""
+        return self._executor.submit(func, *args, **kwargs)
 
     def shutdown(self) -> None:
         """Stop accepting work; what was submitted still completes."""

@@ -64,6 +64,11 @@ async def execute_run(
         ):
             for event in converter.feed(mode, chunk):
                 yield event
+        # a saver that writes behind the run (SQLite) commits the last checkpoints now, and
+        # reports a failed write as this run's error
+        flush = getattr(getattr(graph, "checkpointer", None), "aflush", None)
+        if flush is not None:
+            await flush()
     except asyncio.CancelledError:
         raise
     except Exception as exc:

@@ -10,6 +10,7 @@ the output back to virtual ones.
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
@@ -53,6 +54,22 @@ def thread_mounts(user_data_dir: Path, *, extra: Iterable[Mount] = ()) -> list[M
     return mounts
 
 
+@functools.lru_cache(maxsize=64)
+def _virtual_pattern(prefixes: tuple[str, ...]) -> re.Pattern[str]:
+    """The virtual prefixes as one pattern (every thread with the same mounts shares it)."""
+    alternatives = "|".join(re.escape(prefix) for prefix in prefixes)
+    # A prefix counts only at a path boundary: not /mnt/user-data2, not x/mnt/skills.
+    return re.compile(rf"(?<![\w./-])({alternatives})(?![\w.-])")
+
+
+def _ends_at_boundary(text: str, end: int) -> bool:
+    """Whether a path ending at ``end`` is not followed by a word character, ``.`` or ``-``."""
+    if end >= len(text):
+        return True
+    char = text[end]
+    return not (char.isalnum() or char in "_.-")
+
+
 def _is_within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
@@ -69,23 +86,19 @@ class PathMapping:
                 raise ValueError(f"mount prefix must be a normalised absolute path, got {mount.virtual!r}")
         # Longest prefix first, so /mnt/user-data/outputs wins over /mnt/user-data.
         self.mounts: tuple[Mount, ...] = tuple(sorted(mounts, key=lambda m: len(m.virtual), reverse=True))
+        real = [os.path.realpath(m.host) for m in self.mounts]  # once each: it stats every component
         self._real_roots: tuple[tuple[str, Mount], ...] = tuple(
-            sorted(
-                ((os.path.realpath(m.host), m) for m in self.mounts),
-                key=lambda item: len(item[0]),
-                reverse=True,
-            )
+            sorted(zip(real, self.mounts, strict=True), key=lambda item: len(item[0]), reverse=True)
         )
-        virtual_alt = "|".join(re.escape(m.virtual) for m in self.mounts)
-        # A prefix counts only at a path boundary: not /mnt/user-data2, not x/mnt/skills.
-        self._virtual_re = re.compile(rf"(?<![\w./-])({virtual_alt})(?![\w.-])")
+        self._virtual_re = _virtual_pattern(tuple(m.virtual for m in self.mounts))
         host_forms: dict[str, str] = {}
-        for mount in self.mounts:
-            for form in (str(mount.host), os.path.realpath(mount.host)):
+        for mount, real_host in zip(self.mounts, real, strict=True):
+            for form in (str(mount.host), real_host):
                 host_forms.setdefault(form.rstrip("/") or "/", mount.virtual)
         self._host_to_virtual = host_forms
-        ordered = sorted(host_forms, key=len, reverse=True)
-        self._host_re = re.compile(r"(" + "|".join(re.escape(h) for h in ordered) + r")(?![\w.-])")
+        # Longest first. Matched with str.find, not a regex: the host folders hold the thread
+        # id, so a compiled pattern would be new for every thread (compiling cost ~1 ms).
+        self._host_forms: tuple[str, ...] = tuple(sorted(host_forms, key=len, reverse=True))
 
     @property
     def roots(self) -> list[str]:
@@ -179,6 +192,26 @@ class PathMapping:
 
     def untranslate_output(self, text: str) -> str:
         """Rewrite host folder paths in command output back to virtual paths."""
-        if not text:
+        if not text or not any(form in text for form in self._host_forms):
             return text
-        return self._host_re.sub(lambda match: self._host_to_virtual[match.group(1)], text)
+        pieces: list[str] = []
+        start = 0
+        while True:
+            found = self._next_host_path(text, start)
+            if found is None:
+                pieces.append(text[start:])
+                return "".join(pieces)
+            index, form = found
+            pieces += [text[start:index], self._host_to_virtual[form]]
+            start = index + len(form)
+
+    def _next_host_path(self, text: str, start: int) -> tuple[int, str] | None:
+        """The leftmost host folder at or after ``start`` that ends at a path boundary (longest wins a tie)."""
+        best: tuple[int, str] | None = None
+        for form in self._host_forms:
+            index = text.find(form, start)
+            while index != -1 and not _ends_at_boundary(text, index + len(form)):
+                index = text.find(form, index + 1)
+            if index != -1 and (best is None or index < best[0]):
+                best = (index, form)
+        return best

@@ -109,6 +109,21 @@ def test_dynamic_context_injects_date_into_first_human_only_and_keeps_system_pro
     assert request.messages[0].content == "first"  # state untouched
 
 
+def test_dynamic_context_reminder_is_fixed_for_a_run_and_fresh_for_the_next():
+    days = iter([dt.datetime(2026, 11, 29, 23, 59), dt.datetime(2026, 11, 30, 0, 1), dt.datetime(2026, 12, 1, 8)])
+    mw = DynamicContextMiddleware(clock=lambda: next(days))
+    run_a, run_b = RunContext(run_id="run-a"), RunContext(run_id="run-b")
+
+    def first_message(context):
+        seen, handler = capture()
+        mw.wrap_model_call(make_request([HumanMessage("hi")], context=context), handler)
+        return seen["request"].messages[0].content
+
+    assert "2026-11-29" in first_message(run_a)
+    assert "2026-11-29" in first_message(run_a)  # same run after midnight: same first message
+    assert "2026-11-30" in first_message(run_b)
+
+
 def test_system_message_coalescing_leaves_exactly_one_leading_system_message():
     seen, handler = capture()
     request = make_request([HumanMessage("q"), SystemMessage("plan mode"), AIMessage("a"), SystemMessage("extra")])

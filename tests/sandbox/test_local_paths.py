@@ -114,3 +114,18 @@ def test_to_virtual(layout) -> None:
 def test_mount_prefix_must_be_normalised(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="normalised"):
         PathMapping([Mount("/mnt/x/", tmp_path)])
+
+
+def test_untranslate_output_prefers_the_longest_folder_and_respects_boundaries(tmp_path: Path) -> None:
+    from deerflow_nb.sandbox.paths import Mount, PathMapping
+
+    root = tmp_path / "data"
+    (root / "workspace").mkdir(parents=True)
+    mapping = PathMapping([Mount("/mnt/user-data", root, read_only=True),
+                           Mount("/mnt/user-data/workspace", root / "workspace")])
+    text = (f"{root}/workspace/a {root}/b {root}/workspace2/c {root}-x "
+            f"'{root}/workspace' {root}/workspace.bak {root}")
+    assert mapping.untranslate_output(text) == (
+        "/mnt/user-data/workspace/a /mnt/user-data/b /mnt/user-data/workspace2/c "
+        f"{root}-x '/mnt/user-data/workspace' /mnt/user-data/workspace.bak /mnt/user-data")
+    assert mapping.untranslate_output("nothing here") == "nothing here"
