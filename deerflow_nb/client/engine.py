@@ -36,6 +36,12 @@ __all__ = ["EmbeddedEngine", "RunOptions"]
 logger = logging.getLogger(__name__)
 
 
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    """Mark a background future's exception as seen (its owner may never await it)."""
+    if not future.cancelled():
+        future.exception()
+
+
 class _RunConfig:
     """The config one run reads everywhere (plug-ins, middlewares, tools), resolved once.
 
@@ -274,11 +280,17 @@ class EmbeddedEngine:
 
         # a thread created (with a generated id) since its last run has no checkpoint to return to
         fresh = store.threads.take_fresh(thread_id)
+        # Folders, workspace snapshot, uploads scan and the plug-ins' blocking preparation: one
+        # worker-thread hop, started now so it overlaps the admission transaction. Not while this
+        # thread has a run here (a multitask interrupt must let it stop before the snapshot).
+        early: asyncio.Future[tuple[Path, dict[str, Any], str]] | None = None
+        if self.runs.active_run(thread_id) is None:
+            early = asyncio.ensure_future(asyncio.to_thread(self._prepare_folders, context))
+            early.add_done_callback(_retrieve)
 
         async def body(record: RunRecord) -> AsyncIterator[StreamEvent]:
-            # folders, workspace snapshot, uploads scan and the plug-ins' blocking preparation (one
-            # worker-thread hop) and the rollback point in parallel
-            folders = asyncio.ensure_future(asyncio.to_thread(self._prepare_folders, context))
+            # the preparation hop and the rollback point in parallel
+            folders = early or asyncio.ensure_future(asyncio.to_thread(self._prepare_folders, context))
             try:
                 rollback_point.append(None if fresh else await capture_rollback_point(store.checkpointer, thread_id))
             except BaseException:
@@ -321,6 +333,8 @@ class EmbeddedEngine:
                 kwargs={"model_name": model_name, "plan_mode": options.plan_mode,
                         "thinking_enabled": options.thinking_enabled, "subagent_enabled": options.subagent_enabled})
         except BaseException:
+            if early is not None:
+                early.cancel()
             for plugin in self.plugins:
                 with contextlib.suppress(Exception):
                     await plugin.finish_run(context, "error")

@@ -66,6 +66,19 @@ class ThreadedSqliteSaver(SqliteSaver):
         self.worker = worker
         self._failure: BaseException | None = None
         self._failure_lock = threading.Lock()
+        self._pending = False  # queued writes executed but not committed yet (group commit)
+        worker.add_settle_hook(self._commit_pending)
+
+    def _commit_pending(self) -> None:
+        """Commit the queued writes executed so far (the worker calls this when it settles)."""
+        if not self._pending:
+            return
+        self._pending = False
+        try:
+            with self.lock:
+                self.conn.commit()
+        except BaseException as exc:
+            self._record_failure(exc)
 
     # -- failures of queued writes ------------------------------------------------------
     def _record_failure(self, exc: BaseException) -> None:
@@ -83,11 +96,14 @@ class ThreadedSqliteSaver(SqliteSaver):
     def _queue(self, func: Callable[..., None], *args: Any) -> None:
         def job() -> None:
             try:
-                func(*args)
+                with self.lock:
+                    self.setup()
+                    func(self.conn, *args)
+                self._pending = True
             except BaseException as exc:  # reported by the next operation and by aflush()
                 self._record_failure(exc)
 
-        self.worker.submit(job)
+        self.worker.submit(job, deferred=True)  # committed with the burst it belongs to
 
     async def aflush(self) -> None:
         """Wait until every queued write is committed; raise if one failed."""
@@ -95,13 +111,13 @@ class ThreadedSqliteSaver(SqliteSaver):
         self._raise_failure()
 
     # -- writes -------------------------------------------------------------------------
-    def _write_checkpoint(self, row: tuple[Any, ...]) -> None:
-        with self.cursor() as cur:
-            cur.execute(_INSERT_CHECKPOINT, row)
+    @staticmethod
+    def _write_checkpoint(conn: sqlite3.Connection, row: tuple[Any, ...]) -> None:
+        conn.execute(_INSERT_CHECKPOINT, row)
 
-    def _write_writes(self, query: str, rows: list[tuple[Any, ...]]) -> None:
-        with self.cursor() as cur:
-            cur.executemany(query, rows)
+    @staticmethod
+    def _write_writes(conn: sqlite3.Connection, query: str, rows: list[tuple[Any, ...]]) -> None:
+        conn.executemany(query, rows)
 
     def _checkpoint_row(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
                         ) -> tuple[RunnableConfig, tuple[Any, ...]]:
@@ -129,14 +145,16 @@ class ThreadedSqliteSaver(SqliteSaver):
             new_versions: ChannelVersions) -> RunnableConfig:
         """Store a checkpoint now (sync graphs)."""
         saved, row = self._checkpoint_row(config, checkpoint, metadata)
-        self._write_checkpoint(row)
+        with self.cursor() as cur:
+            self._write_checkpoint(cur.connection, row)
         return saved
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                    task_path: str = "") -> None:
         """Store a task's pending writes now (sync graphs)."""
         query, rows = self._writes_rows(config, writes, task_id, task_path)
-        self._write_writes(query, rows)
+        with self.cursor() as cur:
+            self._write_writes(cur.connection, query, rows)
 
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
                    new_versions: ChannelVersions) -> RunnableConfig:

@@ -15,11 +15,13 @@ file lock. On PostgreSQL it runs through the async engine (``run_sync``).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import functools
+import logging
+import queue
 import threading
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -35,6 +37,7 @@ from deerflow_nb.errors import ConfigError
 __all__ = ["Database", "DatabaseTarget", "DbWorker", "open_checkpointer", "open_database", "resolve_database"]
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -80,31 +83,84 @@ class DbWorker:
     are serialised in this process and each transaction costs a single hop off the
     event loop; work queued without waiting (:meth:`submit`) costs none. A cancelled
     caller does not cancel work already submitted.
+
+    Group commit: a job submitted with ``deferred=True`` may leave its transaction open;
+    the worker *settles* (runs every :meth:`add_settle_hook` hook, e.g. a commit) as soon
+    as its queue is empty, and before any other job. A burst of checkpoint writes then
+    costs one commit, and no other connection ever waits for a lock this thread holds.
+    The thread is a daemon; pending work is finished at interpreter exit.
     """
 
     def __init__(self, name: str = "deerflow-db") -> None:
-        self._ident: int | None = None
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name, initializer=self._started)
-
-    def _started(self) -> None:
-        self._ident = threading.get_ident()
+        self._queue: queue.SimpleQueue[tuple[Callable[[], Any], concurrent.futures.Future[Any], bool] | None] = (
+            queue.SimpleQueue())
+        self._settle_hooks: list[Callable[[], None]] = []
+        self._unsettled = False
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+        atexit.register(self._finish_at_exit)
 
     def on_thread(self) -> bool:
         """Whether the caller runs on the database thread."""
-        return self._ident == threading.get_ident()
+        return threading.current_thread() is self._thread
+
+    def add_settle_hook(self, hook: Callable[[], None]) -> None:
+        """Run ``hook`` (on the database thread) whenever deferred work must be settled."""
+        self._settle_hooks.append(hook)
+
+    def _settle(self) -> None:
+        if not self._unsettled:
+            return
+        self._unsettled = False
+        for hook in self._settle_hooks:
+            try:
+                hook()
+            except Exception:  # a hook reports its own failures; the worker must go on
+                logger.exception("database settle hook failed")
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                self._settle()
+                return
+            func, future, deferred = item
+            if not deferred:
+                self._settle()
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(func())
+                except BaseException as exc:
+                    future.set_exception(exc)
+            if deferred:
+                self._unsettled = True
+                if self._queue.empty():
+                    self._settle()
+
+    def submit(self, func: Callable[..., T], *args: Any, deferred: bool = False, **kwargs: Any
+               ) -> concurrent.futures.Future[T]:
+        """Queue ``func(*args, **kwargs)`` without waiting (jobs run in submission order)."""
+        if self._closed:
+            raise RuntimeError("the database worker is shut down")
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self._queue.put((functools.partial(func, *args, **kwargs), future, deferred))
+        return future
 
     async def call(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run ``func(*args, **kwargs)`` on the database thread and await its result."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, functools.partial(func, *args, **kwargs))
-
-    def submit(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> concurrent.futures.Future[T]:
-        """Queue ``func(*args, **kwargs)`` without waiting (jobs run in submission order)."""
-        return self._executor.submit(func, *args, **kwargs)
+        return await asyncio.wrap_future(self.submit(func, *args, **kwargs))
 
     def shutdown(self) -> None:
         """Stop accepting work; what was submitted still completes."""
-        self._executor.shutdown(wait=False)
+        if not self._closed:
+            self._closed = True
+            self._queue.put(None)
+            atexit.unregister(self._finish_at_exit)
+
+    def _finish_at_exit(self) -> None:
+        self.shutdown()
+        self._thread.join(timeout=30)
 
 
 class Database:

@@ -421,3 +421,44 @@ def test_chain_nests_in_order_and_merges_updates():
     assert order == ["outer>", "inner>", "<inner", "<outer"]
     assert result.command.update == {"title": "o", "messages": [2, 1]}
     assert merge_updates([]) == {}
+
+
+def test_chain_hands_the_model_cached_tool_schemas(monkeypatch):
+    from langchain_core.tools import tool
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    import deerflow_nb.agent.middlewares.chain as chain_module
+
+    @tool
+    def lookup(query: str) -> str:
+        """Look something up."""
+        return query
+
+    @tool(extras={"cache_control": {"type": "ephemeral"}})
+    def special(x: int) -> int:
+        """Provider-specific tool."""
+        return x
+
+    builtin = {"type": "web_search_preview"}
+    conversions = []
+    real = chain_module.convert_to_openai_tool
+    monkeypatch.setattr(chain_module, "convert_to_openai_tool", lambda t: conversions.append(t.name) or real(t))
+    chain = MiddlewareChain([InputSanitizationMiddleware()])
+    seen = []
+
+    def handler(request):
+        seen.append(request.tools)
+        return ModelResponse(result=[AIMessage(content="ok", id="ai-1")])
+
+    for _ in range(3):
+        request = make_request([HumanMessage("hi")]).override(tools=[lookup, special, builtin])
+        chain.wrap_model_call(request, handler)
+    assert conversions == ["lookup"]  # converted once, reused by later calls
+    for tools in seen:
+        assert tools[0] == convert_to_openai_tool(lookup)
+        assert tools[1] is special and tools[2] is builtin  # extras and dict tools pass unchanged
+    seen[0][0]["function"]["name"] = "mutated"  # a caller mutating its copy does not poison the cache
+    assert seen[1][0]["function"]["name"] == "lookup"
+    uncached = MiddlewareChain([InputSanitizationMiddleware()], cache_tool_schemas=False)
+    uncached.wrap_model_call(make_request([HumanMessage("hi")]).override(tools=[lookup]), handler)
+    assert seen[-1] == [lookup]
