@@ -135,6 +135,11 @@ class EmbeddedEngine:
             self._sandbox_provider = create_sandbox_provider(self._startup, self.paths)
         return self._sandbox_provider
 
+    @property
+    def store_open(self) -> bool:
+        """Whether persistence is open already (:meth:`store` then returns without waiting)."""
+        return self._store is not None
+
     async def store(self) -> Store:
         """Open persistence once, on this loop, and recover runs orphaned by a dead process."""
         if self._store_lock is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import logging
 import uuid
 import weakref
 from pathlib import Path
@@ -26,7 +27,13 @@ if TYPE_CHECKING:
 
 __all__ = ["DeerFlow"]
 
+logger = logging.getLogger(__name__)
 _LIVE: weakref.WeakSet[DeerFlow] = weakref.WeakSet()
+
+
+def _log_failure(future: Any) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        logger.warning("could not register a new thread: %s", future.exception())
 
 
 class DeerFlow(SkillsMixin, MemoryMixin, ExtensionsMixin, UiMixin):
@@ -93,7 +100,12 @@ class DeerFlow(SkillsMixin, MemoryMixin, ExtensionsMixin, UiMixin):
         """A new thread, or the existing thread ``thread_id`` (created if it does not exist)."""
         new = thread_id is None
         thread_id = validate_id(thread_id, "thread_id") if thread_id is not None else str(uuid.uuid4())
-        self._loop.run(self._ensure_thread(thread_id, new=new), method="DeerFlow.thread")
+        if new and self._engine.store_open and not self._loop.in_loop():
+            # a generated id cannot collide and costs no I/O: register it without waiting; the
+            # loop runs it before anything submitted later (a chat on the thread, a listing)
+            self._loop.submit(self._ensure_thread(thread_id, new=True)).add_done_callback(_log_failure)
+        else:
+            self._loop.run(self._ensure_thread(thread_id, new=new), method="DeerFlow.thread")
         return Thread(self, thread_id)
 
     async def athread(self, thread_id: str | None = None) -> Thread:

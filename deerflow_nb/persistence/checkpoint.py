@@ -67,6 +67,9 @@ class ThreadedSqliteSaver(SqliteSaver):
         self._failure: BaseException | None = None
         self._failure_lock = threading.Lock()
         self._pending = False  # queued writes executed but not committed yet (group commit)
+        self._buffer: list[tuple[str, list[tuple[Any, ...]]]] = []  # (statement, rows) not yet drained
+        self._buffer_lock = threading.Lock()
+        self._drain_queued = False
         worker.add_settle_hook(self._commit_pending)
 
     def _commit_pending(self) -> None:
@@ -93,17 +96,38 @@ class ThreadedSqliteSaver(SqliteSaver):
         if failure is not None:
             raise RuntimeError(f"an earlier checkpoint write failed: {failure}") from failure
 
-    def _queue(self, func: Callable[..., None], *args: Any) -> None:
-        def job() -> None:
-            try:
-                with self.lock:
-                    self.setup()
-                    func(self.conn, *args)
-                self._pending = True
-            except BaseException as exc:  # reported by the next operation and by aflush()
-                self._record_failure(exc)
+    def _queue(self, query: str, rows: list[tuple[Any, ...]]) -> None:
+        """Buffer rows for the database thread; one drain job writes everything buffered by then."""
+        with self._buffer_lock:
+            self._buffer.append((query, rows))
+            if self._drain_queued:
+                return
+            self._drain_queued = True
+        self.worker.submit(self._drain, deferred=True)  # committed with the burst it belongs to
 
-        self.worker.submit(job, deferred=True)  # committed with the burst it belongs to
+    def _drain(self) -> None:
+        with self._buffer_lock:
+            batch, self._buffer = self._buffer, []
+            self._drain_queued = False
+        try:
+            with self.lock:
+                self.setup()
+                self._execute_batch(self.conn, batch)
+            self._pending = True
+        except BaseException as exc:  # reported by the next operation and by aflush()
+            self._record_failure(exc)
+
+    @staticmethod
+    def _execute_batch(conn: sqlite3.Connection, batch: list[tuple[str, list[tuple[Any, ...]]]]) -> None:
+        """Run the buffered inserts in order, one ``executemany`` per run of the same statement."""
+        index = 0
+        while index < len(batch):
+            query, rows = batch[index][0], list(batch[index][1])
+            index += 1
+            while index < len(batch) and batch[index][0] == query:
+                rows += batch[index][1]
+                index += 1
+            conn.executemany(query, rows)
 
     async def aflush(self) -> None:
         """Wait until every queued write is committed; raise if one failed."""
@@ -111,13 +135,6 @@ class ThreadedSqliteSaver(SqliteSaver):
         self._raise_failure()
 
     # -- writes -------------------------------------------------------------------------
-    @staticmethod
-    def _write_checkpoint(conn: sqlite3.Connection, row: tuple[Any, ...]) -> None:
-        conn.execute(_INSERT_CHECKPOINT, row)
-
-    @staticmethod
-    def _write_writes(conn: sqlite3.Connection, query: str, rows: list[tuple[Any, ...]]) -> None:
-        conn.executemany(query, rows)
 
     def _checkpoint_row(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
                         ) -> tuple[RunnableConfig, tuple[Any, ...]]:
@@ -146,7 +163,7 @@ class ThreadedSqliteSaver(SqliteSaver):
         """Store a checkpoint now (sync graphs)."""
         saved, row = self._checkpoint_row(config, checkpoint, metadata)
         with self.cursor() as cur:
-            self._write_checkpoint(cur.connection, row)
+            cur.execute(_INSERT_CHECKPOINT, row)
         return saved
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
@@ -154,14 +171,14 @@ class ThreadedSqliteSaver(SqliteSaver):
         """Store a task's pending writes now (sync graphs)."""
         query, rows = self._writes_rows(config, writes, task_id, task_path)
         with self.cursor() as cur:
-            self._write_writes(cur.connection, query, rows)
+            cur.executemany(query, rows)
 
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
                    new_versions: ChannelVersions) -> RunnableConfig:
         """Serialise the checkpoint here and queue its insert."""
         self._raise_failure()
         saved, row = self._checkpoint_row(config, checkpoint, metadata)
-        self._queue(self._write_checkpoint, row)
+        self._queue(_INSERT_CHECKPOINT, [row])
         return saved
 
     async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
@@ -169,7 +186,7 @@ class ThreadedSqliteSaver(SqliteSaver):
         """Serialise a task's pending writes here and queue their insert."""
         self._raise_failure()
         query, rows = self._writes_rows(config, writes, task_id, task_path)
-        self._queue(self._write_writes, query, rows)
+        self._queue(query, rows)
 
     # -- reads (after the queued writes) --------------------------------------------------
     def _on_worker(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

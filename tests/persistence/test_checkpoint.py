@@ -34,19 +34,22 @@ async def test_async_saver_round_trip_on_the_database_thread(tmp_path):
         assert isinstance(saver, ThreadedSqliteSaver)
         assert saver.worker is store.db.worker  # checkpoints and app rows share one thread
         seen: set[str] = set()
-        original_write = saver._write_checkpoint
+        original_execute = saver._execute_batch
+        batches = []
 
-        def spy(*args, **kwargs):
+        def spy(conn, batch):
             seen.add(threading.current_thread().name)
-            return original_write(*args, **kwargs)
+            batches.append(len(batch))
+            return original_execute(conn, batch)
 
-        saver._write_checkpoint = spy
+        saver._execute_batch = spy
         graph = _graph(saver)
         config = {"configurable": {"thread_id": "t1"}}
         await graph.ainvoke({"items": ["start"]}, config)
         await graph.ainvoke({"items": ["again"]}, config)
         await saver.aflush()
         assert seen and all(name.startswith("deerflow-db") for name in seen)  # written behind, on the db thread
+        assert sum(batches) >= 6  # every checkpoint and write arrived (buffered writes drain together)
         state = await graph.aget_state(config)
         assert state.values["items"] == ["start", "a", "b", "again", "a", "b"]
         history = [item async for item in saver.alist(config)]
@@ -84,12 +87,12 @@ async def test_a_failed_queued_write_is_reported_by_the_next_operation(tmp_path)
         def broken(*args, **kwargs):
             raise OSError("disk full")
 
-        saver._write_checkpoint = broken
+        saver._execute_batch = broken
         graph = _graph(saver)
         with pytest.raises(RuntimeError, match="checkpoint write failed: disk full"):
             await graph.ainvoke({"items": ["x"]}, {"configurable": {"thread_id": "t"}})
             await saver.aflush()
-        del saver._write_checkpoint  # the disk has room again
+        del saver._execute_batch  # the disk has room again
         with contextlib.suppress(RuntimeError):
             await saver.aflush()  # a failure is reported once, then forgotten
         await graph.ainvoke({"items": ["y"]}, {"configurable": {"thread_id": "t2"}})
