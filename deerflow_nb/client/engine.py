@@ -56,6 +56,8 @@ class _RunConfig:
         self.engine, self.config, self.live = engine, config, True
 
 
+#: ``context.extra`` flag: the plug-ins' blocking finish ran for this run.
+_FINISHED_BLOCKING = "deerflow.finished_blocking"
 _RUN_CONFIG: contextvars.ContextVar[_RunConfig | None] = contextvars.ContextVar("deerflow_run_config", default=None)
 
 
@@ -180,13 +182,19 @@ class EmbeddedEngine:
         entry = config.get_model_config(name) if name else (config.models[0] if config.models else None)
         return model, (entry.name if entry else name), bool(entry and entry.supports_vision)
 
-    async def graph_for(self, options: RunOptions) -> tuple[Any, str | None]:
-        """The compiled lead agent for these options (cached while the config is unchanged)."""
+    async def graph_for(self, options: RunOptions,
+                        resolved: tuple[BaseChatModel, str | None, bool] | None = None) -> tuple[Any, str | None]:
+        """The compiled lead agent for these options (cached while the config and plug-ins are unchanged).
+
+        The plug-ins' cache keys are computed here, on the loop: the skills plug-in stats its
+        folders (a few cheap ``stat`` calls), which costs less than a worker-thread hop.
+        """
         store = await self.store()
         config = self.config
-        model, name, vision = self.resolve_model(options)
+        model, name, vision = resolved or self.resolve_model(options)
+        plugin_keys = self._plugin_keys()
         key = (self._config_key(config), name, id(model) if name is None else None, options.thinking_enabled,
-               options.plan_mode, options.subagent_enabled, vision, tuple(p.cache_key() for p in self.plugins))
+               options.plan_mode, options.subagent_enabled, vision, plugin_keys)
         graph = self._graphs.get(key)
         if graph is None:
             agent_options = AgentOptions(model_name=name, thinking_enabled=options.thinking_enabled,
@@ -197,6 +205,10 @@ class EmbeddedEngine:
                 self._graphs.clear()
             self._graphs[key] = graph
         return graph, name
+
+    def _plugin_keys(self) -> tuple[Any, ...]:
+        """Every plug-in's graph-cache key."""
+        return tuple(plugin.cache_key() for plugin in self.plugins)
 
     def _config_key(self, config: AppConfig) -> str:
         # by content, not identity: another caller of get_app_config() with a different path
@@ -268,7 +280,8 @@ class EmbeddedEngine:
         await store.ensure_thread(thread_id, user_id)
         run_id = str(uuid.uuid4())
         input_message = self.new_input(message, run_id)
-        graph, model_name = await self.graph_for(options)
+        resolved = self.resolve_model(options)
+        model_name = resolved[1]
         context = RunContext(
             thread_id=thread_id, user_id=user_id, run_id=run_id, app_config=run_config.config, paths=self.paths,
             sandbox_provider=self.sandbox_provider, model_name=model_name,
@@ -285,13 +298,23 @@ class EmbeddedEngine:
 
         # a thread created (with a generated id) since its last run has no checkpoint to return to
         fresh = store.threads.take_fresh(thread_id)
+        mark_new = getattr(store.checkpointer, "mark_new_thread", None)
+        if fresh and mark_new is not None:
+            mark_new(thread_id)  # the graph's first read of the thread needs no database trip
         # Folders, workspace snapshot, uploads scan and the plug-ins' blocking preparation: one
-        # worker-thread hop, started now so it overlaps the admission transaction. Not while this
-        # thread has a run here (a multitask interrupt must let it stop before the snapshot).
+        # worker-thread hop, started now so it overlaps finding the graph and the admission
+        # transaction. Not while this thread has a run here (a multitask interrupt must let it
+        # stop before the snapshot).
         early: asyncio.Future[tuple[Path, dict[str, Any], str]] | None = None
         if self.runs.active_run(thread_id) is None:
             early = asyncio.ensure_future(asyncio.to_thread(self._prepare_folders, context))
             early.add_done_callback(_retrieve)
+        try:
+            graph, _ = await self.graph_for(options, resolved)
+        except BaseException:
+            if early is not None:
+                early.cancel()
+            raise
 
         async def body(record: RunRecord) -> AsyncIterator[StreamEvent]:
             # the preparation hop and the rollback point in parallel
@@ -310,13 +333,16 @@ class EmbeddedEngine:
                 async for event in agent_run(graph, {"messages": [input_message]}, context=context, config=config,
                                              input_message=input_message, events=store.events, user_data=user_data,
                                              stream_tokens=stream_tokens, workspace_before=before,
-                                             journal_sink=record.defer_journal):
+                                             journal_sink=record.defer_journal,
+                                             finish_blocking=lambda outcome: self._finish_blocking(context, outcome)):
                     if event.type == "values":
                         record.title = event.data.get("title") or record.title
                     elif event.type == "end":
                         status = "success"
                     yield event
             finally:
+                if not context.extra.get(_FINISHED_BLOCKING):  # the run failed before its graph ran
+                    await asyncio.to_thread(self._finish_blocking, context, status)
                 for plugin in self.plugins:
                     try:
                         await plugin.finish_run(context, status)
@@ -344,6 +370,15 @@ class EmbeddedEngine:
                 with contextlib.suppress(Exception):
                     await plugin.finish_run(context, "error")
             raise
+
+    def _finish_blocking(self, context: RunContext, status: str) -> None:
+        """(Blocking) every plug-in's :meth:`~AgentPlugin.finish_run_blocking`, once per run."""
+        context.extra[_FINISHED_BLOCKING] = True
+        for plugin in self.plugins:
+            try:
+                plugin.finish_run_blocking(context, status)
+            except Exception as exc:
+                logger.warning("plugin %s failed after run %s: %s", type(plugin).__name__, context.run_id, exc)
 
     def _prepare_folders(self, context: RunContext) -> tuple[Path, dict[str, Any], str]:
         """(Blocking) a run's setup off the loop, in one go.

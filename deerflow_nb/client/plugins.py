@@ -62,5 +62,13 @@ class AgentPlugin:
     async def finish_run(self, context: RunContext, status: str) -> None:
         """Called after a run ends (e.g. queue memory updates)."""
 
+    def finish_run_blocking(self, context: RunContext, status: str) -> None:
+        """Blocking work after a run (file appends), off the event loop.
+
+        Runs once per run in the worker thread that takes the run's last workspace
+        snapshot (so it costs no extra hop); ``status`` is ``success``, ``error`` or
+        ``interrupted``. Errors are logged.
+        """
+
     async def aclose(self) -> None:
         """Release resources when the client closes."""

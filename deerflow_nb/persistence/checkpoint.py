@@ -39,7 +39,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from deerflow_nb.persistence.engine import DbWorker
+from deerflow_nb.persistence.engine import DbWorker, sqlite_wal
 
 __all__ = ["ThreadedSqliteSaver", "open_sqlite_saver"]
 
@@ -70,7 +70,16 @@ class ThreadedSqliteSaver(SqliteSaver):
         self._buffer: list[tuple[str, list[tuple[Any, ...]]]] = []  # (statement, rows) not yet drained
         self._buffer_lock = threading.Lock()
         self._drain_queued = False
+        # threads known to have no checkpoint yet (ids generated in this process, never written):
+        # reading their latest checkpoint needs no trip to the database
+        self._empty: set[str] = set()
         worker.add_settle_hook(self._commit_pending)
+
+    def mark_new_thread(self, thread_id: str) -> None:
+        """Declare that ``thread_id`` has no checkpoint (it was just generated, never run)."""
+        if len(self._empty) >= 4096:
+            self._empty.clear()
+        self._empty.add(thread_id)
 
     def _commit_pending(self) -> None:
         """Commit the queued writes executed so far (the worker calls this when it settles)."""
@@ -178,6 +187,7 @@ class ThreadedSqliteSaver(SqliteSaver):
         """Serialise the checkpoint here and queue its insert."""
         self._raise_failure()
         saved, row = self._checkpoint_row(config, checkpoint, metadata)
+        self._empty.discard(row[0])
         self._queue(_INSERT_CHECKPOINT, [row])
         return saved
 
@@ -186,6 +196,7 @@ class ThreadedSqliteSaver(SqliteSaver):
         """Serialise a task's pending writes here and queue their insert."""
         self._raise_failure()
         query, rows = self._writes_rows(config, writes, task_id, task_path)
+        self._empty.discard(str(config["configurable"]["thread_id"]))
         self._queue(query, rows)
 
     # -- reads (after the queued writes) --------------------------------------------------
@@ -211,6 +222,10 @@ class ThreadedSqliteSaver(SqliteSaver):
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Async twin of :meth:`get_tuple`."""
         self._raise_failure()
+        configurable = config.get("configurable", {})
+        if (str(configurable.get("thread_id")) in self._empty and not configurable.get("checkpoint_id")
+                and not configurable.get("checkpoint_ns")):
+            return None
         return await self.worker.call(self.get_tuple, config)
 
     async def alist(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
@@ -236,9 +251,7 @@ def _connect(path: Path, worker: DbWorker) -> ThreadedSqliteSaver:
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
     try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA busy_timeout=10000")
+        sqlite_wal(conn)
         saver = ThreadedSqliteSaver(conn, worker)
         saver.setup()
     except BaseException:

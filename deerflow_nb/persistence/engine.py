@@ -20,7 +20,9 @@ import concurrent.futures
 import functools
 import logging
 import queue
+import sqlite3
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -218,14 +220,27 @@ def _run_write(engine: sa.Engine, func: Callable[[sa.Connection], T]) -> T:
         return func(conn)
 
 
+def sqlite_wal(conn: sqlite3.Connection, *, attempts: int = 100) -> None:
+    """Set WAL mode (readers in other processes work while we write) and a busy timeout.
+
+    Switching a new database to WAL needs an exclusive lock, and SQLite answers "locked"
+    at once (no busy wait) when another connection is opening the same file: retry.
+    """
+    conn.execute("PRAGMA busy_timeout=10000")  # lock contention with others becomes waiting
+    for attempt in range(attempts):
+        try:
+            if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                conn.execute("PRAGMA journal_mode=WAL")
+            break
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(0.01)
+    conn.execute("PRAGMA synchronous=NORMAL")
+
+
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-    # WAL lets readers in other processes work while we write; busy_timeout turns lock
-    # contention with another process into waiting, not errors.
-    cursor = dbapi_conn.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA busy_timeout=10000")
-    cursor.close()
+    sqlite_wal(dbapi_conn)
 
 
 async def open_database(target: DatabaseTarget, *, worker: DbWorker | None = None) -> Database:

@@ -99,6 +99,7 @@ async def agent_run(
     stream_tokens: bool = True,
     workspace_before: dict[str, Any] | None = _UNSET,
     journal_sink: Callable[[list[JournalEntry]], None] | None = None,
+    finish_blocking: Callable[[str], None] | None = None,
 ) -> AsyncIterator[StreamEvent]:
     """:func:`execute_run` plus the run journal and the ``workspace_changes`` review.
 
@@ -108,7 +109,8 @@ async def agent_run(
     ``workspace_before`` passes a snapshot taken already (saves a worker-thread hop);
     ``journal_sink`` receives the journal's last batch instead of ``events`` (see
     :class:`RunJournal`). After ``end``, ``context.extra[FINAL_STATE_KEY]`` holds the
-    thread's final state.
+    thread's final state. ``finish_blocking(status)`` (``success``, ``error`` or
+    ``interrupted``) runs once, off the loop, in the hop that takes the last snapshot.
     """
     assert context.run_id and context.thread_id
     journal = RunJournal(events, run_id=context.run_id, thread_id=context.thread_id, user_id=context.user_id,
@@ -121,6 +123,7 @@ async def agent_run(
         before = workspace_before if user_data is not None else None
     status = "interrupted"
     converter = StreamConverter()
+    finish = finish_blocking
     try:
         async for event in execute_run(graph, graph_input, context=context, config=config, converter=converter,
                                        stream_tokens=stream_tokens):
@@ -128,7 +131,8 @@ async def agent_run(
                 status = "success" if event.type == "end" else "error"
                 if event.type == "end":
                     context.extra[FINAL_STATE_KEY] = converter.final_state
-                change = await _workspace_event(before, user_data, context, status)
+                change = await _workspace_event(before, user_data, context, status, finish)
+                finish = None
                 journal.close_messages()
                 if change is not None:
                     journal.add("workspace_changes", "workspace", change)
@@ -143,8 +147,9 @@ async def agent_run(
                 await journal.flush()
             yield event
     finally:
-        if before is not None and status == "interrupted":
-            change = await _workspace_event(before, user_data, context, status)
+        if (before is not None and status == "interrupted") or finish is not None:
+            change = await _workspace_event(before if status == "interrupted" else None, user_data, context, status,
+                                            finish)
             journal.close_messages()
             if change is not None:
                 journal.add("workspace_changes", "workspace", change)
@@ -155,10 +160,22 @@ async def agent_run(
 
 
 async def _workspace_event(before: dict[str, Any] | None, user_data: Path | None, context: RunContext,
-                           status: str) -> dict[str, Any] | None:
-    if before is None or user_data is None:
+                           status: str, finish: Callable[[str], None] | None = None) -> dict[str, Any] | None:
+    """The run's workspace changes (``None``: none); runs ``finish(status)`` in the same hop."""
+    if (before is None or user_data is None) and finish is None:
         return None
-    after = await asyncio.to_thread(snapshot, user_data)
+
+    def after_run() -> dict[str, Any] | None:
+        if finish is not None:
+            try:
+                finish(status)
+            except Exception as exc:  # bookkeeping must not change the run's outcome
+                logger.warning("finishing run %s failed: %s", context.run_id, exc)
+        return snapshot(user_data) if before is not None and user_data is not None else None
+
+    after = await asyncio.to_thread(after_run)
+    if after is None or before is None:
+        return None
     assert context.run_id and context.thread_id
     change = workspace_changes(before, after, run_id=context.run_id, thread_id=context.thread_id, status=status)
     return change if change["changes"] else None

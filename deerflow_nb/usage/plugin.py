@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 from deerflow_nb.client.plugins import AgentPlugin
@@ -36,8 +35,8 @@ class UsagePlugin(AgentPlugin):
         """Note when the run started."""
         context.extra[_STARTED_KEY] = time.time()
 
-    async def finish_run(self, context: RunContext, status: str) -> None:
+    def finish_run_blocking(self, context: RunContext, status: str) -> None:
         """Append the run's record to the user's usage file."""
         record = record_of(context, status)
         if record is not None:
-            await asyncio.to_thread(self.store.append, record)
+            self.store.append(record)
