@@ -5,6 +5,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 import deerflow_nb as df
+from deerflow_nb.client.plugins import AgentPlugin
 from deerflow_nb.errors import HumanInputRequired, SyncInAsyncError, ThreadBusyError, UsageError
 from deerflow_nb.testing import ScriptedChatModel
 
@@ -250,3 +251,60 @@ def test_close_is_idempotent_and_thread_safe(make_agent):
         t.start()
     for t in threads:
         t.join()
+
+
+class _Recorder(AgentPlugin):
+    """Records where (on the client's loop thread or not) and with which status the blocking hooks run."""
+
+    def __init__(self, agent):
+        self.agent = agent
+        self.calls = []
+
+    def _on_loop(self):
+        return self.agent._loop.in_loop()
+
+    def prepare_run_blocking(self, context):
+        self.calls.append(("prepare", self._on_loop(), context.run_id))
+
+    def finish_run_blocking(self, context, status):
+        self.calls.append(("finish", self._on_loop(), status))
+
+
+def _recorder(agent):
+    recorder = _Recorder(agent)
+    agent._engine.plugins.append(recorder)
+    agent._engine.invalidate()
+    return recorder
+
+
+def test_plugin_blocking_hooks_run_once_per_run_off_the_loop(make_agent):
+    agent = make_agent(["first answer", "second answer"])
+    recorder = _recorder(agent)
+    thread = agent.thread()
+    thread.chat("one")
+    thread.chat("two")
+    kinds = [(kind, on_loop) for kind, on_loop, _ in recorder.calls]
+    assert kinds == [("prepare", False), ("finish", False)] * 2
+    assert [c[2] for c in recorder.calls if c[0] == "finish"] == ["success", "success"]
+    assert agent.usage()["runs"] == 2  # the usage plug-in's blocking finish recorded both runs
+
+
+def test_plugin_blocking_finish_sees_interrupted_runs(make_agent):
+    agent = make_agent(model=ScriptedChatModel(responses=["slow answer " * 20], latency=0.05))
+    recorder = _recorder(agent)
+    run = agent.thread().start("take your time")
+    assert run.cancel() == "cancelled"
+    assert [c[2] for c in recorder.calls if c[0] == "finish"] == ["interrupted"]
+
+
+def test_a_new_threads_first_run_reads_no_checkpoint_from_the_database(make_agent):
+    agent = make_agent(["hi there"])
+    store = agent._loop.run(agent._engine.store())
+    reads = []
+    original = store.checkpointer.get_tuple
+    store.checkpointer.get_tuple = lambda config: reads.append(config) or original(config)
+    thread = agent.thread()
+    assert thread.chat("hello") == "hi there"
+    assert reads == []  # the graph's start-of-run read was answered without a database trip
+    assert [m.type for m in thread.messages][-1] == "ai"  # later reads go to the database
+    assert reads
