@@ -340,6 +340,9 @@ class EmbeddedEngine:
                     elif event.type == "end":
                         status = "success"
                     yield event
+            except asyncio.CancelledError:
+                status = "interrupted"
+                raise
             finally:
                 if not context.extra.get(_FINISHED_BLOCKING):  # the run failed before its graph ran
                     await asyncio.to_thread(self._finish_blocking, context, status)

@@ -26,17 +26,21 @@ from deerflow_nb.tools.meta import classify_exception, normalize_tool_result
 
 __all__ = [
     "EXPECTED_ERRORS",
+    "HONOURS_PRECONDITIONS",
     "Reply",
     "Runtime",
     "ToolOutput",
+    "clear_precondition",
     "context_value",
     "error_reply",
     "file_sha256",
     "get_sandbox",
+    "honours_preconditions",
     "get_secrets",
     "make_tool",
     "reply",
     "sandbox_call",
+    "set_precondition",
 ]
 
 #: Failures a tool reports to the model as an error result instead of raising:
@@ -165,8 +169,17 @@ def make_tool(
 
     @functools.wraps(func)
     async def coroutine(**kwargs: Any) -> Any:
-        # Sandbox work is blocking (processes, files): keep it off the event loop.
-        return await asyncio.to_thread(func, **kwargs)
+        # Sandbox work is blocking (processes, files): keep it off the event loop. A precondition
+        # set by a middleware runs in the same worker call, right before the work.
+        check = _take_precondition(kwargs.get("runtime"))
+        if check is None:
+            return await asyncio.to_thread(func, **kwargs)
+
+        def guarded() -> Any:
+            refusal = check()
+            return refusal if refusal is not None else func(**kwargs)
+
+        return await asyncio.to_thread(guarded)
 
     return StructuredTool.from_function(
         func=func,
@@ -175,4 +188,39 @@ def make_tool(
         description=description,
         args_schema=args_schema,
         return_direct=return_direct,
+        metadata={HONOURS_PRECONDITIONS: True},
     )
+
+
+#: ``BaseTool.metadata`` flag of tools that run :func:`set_precondition` checks.
+HONOURS_PRECONDITIONS = "deerflow_preconditions"
+_PRECONDITIONS_KEY = "deerflow.tool_preconditions"
+
+
+def honours_preconditions(tool: Any) -> bool:
+    """Whether ``tool`` runs preconditions set for its calls (the tools made by :func:`make_tool`)."""
+    return bool(isinstance(tool, BaseTool) and (tool.metadata or {}).get(HONOURS_PRECONDITIONS))
+
+
+def set_precondition(context: Any, tool_call_id: str, check: Callable[[], Any]) -> None:
+    """Have the tool call ``tool_call_id`` run ``check()`` first, in its own worker thread.
+
+    ``check`` returns ``None`` to let the call proceed, or the result to return instead
+    (e.g. an error ``ToolMessage``). Middlewares use this to make a blocking check part of
+    the tool's single hop off the event loop (and atomic with the work it guards).
+    """
+    context.extra.setdefault(_PRECONDITIONS_KEY, {})[tool_call_id] = check
+
+
+def clear_precondition(context: Any, tool_call_id: str) -> Callable[[], Any] | None:
+    """Remove a precondition (returns it if the tool did not take it)."""
+    extra = getattr(context, "extra", None)
+    pending = extra.get(_PRECONDITIONS_KEY) if isinstance(extra, dict) else None
+    return pending.pop(tool_call_id, None) if pending else None
+
+
+def _take_precondition(runtime: Any) -> Callable[[], Any] | None:
+    call_id = getattr(runtime, "tool_call_id", None)
+    if not call_id:
+        return None
+    return clear_precondition(getattr(runtime, "context", None), call_id)

@@ -1,5 +1,6 @@
 import asyncio
 import datetime as dt
+import threading
 
 import pytest
 from langchain.agents.middleware import ModelRequest, ModelResponse
@@ -386,6 +387,53 @@ def test_read_before_write_gate(home):
     stale = mw.wrap_tool_call(tool_request("write_file", {"path": path}, context=ctx, state=state), ok_tool)
     assert "changed since it was last read" in stale.content
     assert mw.wrap_tool_call(tool_request("ls", {"path": path}, context=ctx), ok_tool).content == "tool ran"
+
+
+@pytest.mark.asyncio
+async def test_read_before_write_async_checks_inside_the_tools_own_hop(home):
+    from deerflow_nb.tools import file_sha256
+    from deerflow_nb.tools.sandbox_tools import write_file_tool
+
+    paths = Paths(home)
+    provider = LocalSandboxProvider(paths=paths)
+    ctx = RunContext(thread_id="t1", paths=paths, sandbox_provider=provider)
+    sandbox = provider.acquire("t1")
+    path = "/mnt/user-data/workspace/a.txt"
+    sandbox.write_file(path, "v1")
+    tool = write_file_tool()
+    mw = ReadBeforeWriteMiddleware()
+    checked_in = []
+    original = mw._verdict
+
+    def spy(request):
+        checked_in.append(threading.current_thread().name)
+        return original(request)
+
+    mw._verdict = spy
+
+    def call(state=None, call_id="w1"):
+        request = tool_request("write_file", {"path": path, "content": "v2"}, context=ctx, state=state,
+                               call_id=call_id).override(tool=tool)
+
+        async def run_tool(req):
+            return await tool.ainvoke({**req.tool_call, "args": {**req.tool_call["args"], "runtime": req.runtime}})
+
+        return mw.awrap_tool_call(request, run_tool)
+
+    refused = await call()
+    assert refused.status == "error" and "has not been read" in refused.content
+    assert sandbox.read_file(path) == "v1"  # the refusal came before the write, in the same call
+    assert checked_in and checked_in[-1] != threading.current_thread().name  # off the loop
+    mark = ToolMessage("v1", tool_call_id="r", name="read_file",
+                       additional_kwargs={"deerflow_read_mark": {"path": path, "sha256": file_sha256(sandbox, path)}})
+    allowed = await call(state={"messages": [mark]}, call_id="w2")
+    assert "Wrote 2 characters" in str(allowed.content) and sandbox.read_file(path) == "v2"
+    assert ctx.extra.get("deerflow.tool_preconditions") == {}  # nothing left behind
+
+    # a tool that does not run preconditions (not made by DeerFlow) is still gated, in a thread of its own
+    foreign = tool_request("write_file", {"path": path}, context=ctx)
+    result = await mw.awrap_tool_call(foreign, lambda r: asyncio.sleep(0, result=ok_tool(r)))
+    assert result.status == "error" and "has not been read" in result.content
 
 
 def test_clarification_never_runs_the_tool():

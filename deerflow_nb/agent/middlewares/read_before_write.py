@@ -89,11 +89,26 @@ class ReadBeforeWriteMiddleware(AgentMiddleware):
             return self._verdict(request) or handler(request)
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
-        """Async twin of :meth:`wrap_tool_call` (the hash is computed in a thread)."""
+        """Async twin of :meth:`wrap_tool_call`.
+
+        The hash is computed off the loop: for DeerFlow's own tools, as a precondition inside
+        the tool's worker call (no extra hop, and no gap between check and write); for any
+        other tool of a gated name, in a thread of its own first.
+        """
+        from deerflow_nb.tools.common import clear_precondition, honours_preconditions, set_precondition
+
         if request.tool_call["name"] not in GATED_TOOLS:
             return await handler(request)
         key = self._key(request)
         lock = self._alocks.setdefault(key, asyncio.Lock())
         async with lock:
+            call_id = request.tool_call.get("id")
+            context = context_of(request)
+            if call_id and honours_preconditions(getattr(request, "tool", None)) and hasattr(context, "extra"):
+                set_precondition(context, call_id, lambda: self._verdict(request))
+                try:
+                    return await handler(request)
+                finally:
+                    clear_precondition(context, call_id)
             verdict = await asyncio.to_thread(self._verdict, request)
             return verdict or await handler(request)
