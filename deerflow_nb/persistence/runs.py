@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import sqlite3
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -14,12 +15,30 @@ from sqlalchemy.exc import IntegrityError
 from deerflow_nb.errors import ThreadBusyError
 from deerflow_nb.persistence.engine import Database
 from deerflow_nb.persistence.events import INSERT_EVENT, JournalEntry, event_rows
-from deerflow_nb.persistence.models import ACTIVE_RUN_STATUSES, RunRow, ThreadMetaRow
+from deerflow_nb.persistence.fast import SqliteStatement, driver_connection, insert_statement
+from deerflow_nb.persistence.models import ACTIVE_RUN_STATUSES, RunEventRow, RunRow, ThreadMetaRow
 
 __all__ = ["RunInfo", "RunStore"]
 
 _R = RunRow.metadata.tables["runs"]
 _INSERT_RUN = sa.insert(_R)
+
+
+_RUN_JSON = ("metadata", "kwargs", "error", "usage")
+_T = ThreadMetaRow.metadata.tables["threads_meta"]
+_FAST_INSERT_RUN = insert_statement(_R, _RUN_JSON)
+_FAST_INSERT_THREAD = insert_statement(_T, ("metadata",))
+_FAST_INSERT_EVENT = insert_statement(RunEventRow.metadata.tables["run_events"], ("payload",))
+
+
+@functools.cache
+def _fast_update_run(columns: tuple[str, ...]) -> SqliteStatement:
+    return SqliteStatement(_update_run(columns), _RUN_JSON)
+
+
+@functools.cache
+def _fast_update_thread(columns: tuple[str, ...]) -> SqliteStatement:
+    return SqliteStatement(_update_thread(columns))
 
 
 @functools.cache
@@ -84,13 +103,17 @@ class RunStore:
                   "created_at": info.created_at, "updated_at": info.updated_at}
 
         def insert(conn: sa.Connection) -> None:
-            conn.execute(_INSERT_RUN, values)
+            raw = driver_connection(conn)
+            if raw is not None:
+                _FAST_INSERT_RUN.execute(raw, values)
+            else:
+                conn.execute(_INSERT_RUN, values)
             if thread_status is not None:
                 _set_thread(conn, info.thread_id, thread_status, info.updated_at, None, info.user_id)
 
         try:
             await self._db.write(insert)
-        except IntegrityError:
+        except (IntegrityError, sqlite3.IntegrityError):
             raise ThreadBusyError(f"thread {info.thread_id!r} already has an active run; "
                                   "wait for it, cancel it, or use multitask_strategy='interrupt'") from None
 
@@ -116,11 +139,18 @@ class RunStore:
         rows = event_rows(events) if events else None
 
         def update(conn: sa.Connection) -> None:
-            conn.execute(_update_run(tuple(values)), {"rid": run_id, **values})
+            raw = driver_connection(conn)
+            if raw is not None:
+                _fast_update_run(tuple(values)).execute(raw, {"rid": run_id, **values})
+            else:
+                conn.execute(_update_run(tuple(values)), {"rid": run_id, **values})
             if thread is not None:
                 _set_thread(conn, thread[0], thread[1], now, title, user_id)
             if rows:
-                conn.execute(INSERT_EVENT, rows)
+                if raw is not None:
+                    _FAST_INSERT_EVENT.executemany(raw, rows)
+                else:
+                    conn.execute(INSERT_EVENT, rows)
 
         await self._db.write(update)
 
@@ -171,8 +201,16 @@ def _set_thread(conn: sa.Connection, thread_id: str, status: str, now: float, ti
     changes: dict[str, Any] = {"status": status, "updated_at": now}
     if title:
         changes["title"] = title
-    result = conn.execute(_update_thread(tuple(changes)), {"tid": thread_id, **changes})
-    if user_id is not None and not result.rowcount:
-        conn.execute(sa.insert(ThreadMetaRow.metadata.tables["threads_meta"]), {
-            "thread_id": thread_id, "user_id": user_id, "assistant_id": "lead_agent", "title": title or None,
-            "status": status, "metadata": {}, "created_at": now, "updated_at": now})
+    raw = driver_connection(conn)
+    if raw is not None:
+        updated = _fast_update_thread(tuple(changes)).execute(raw, {"tid": thread_id, **changes}).rowcount
+    else:
+        updated = conn.execute(_update_thread(tuple(changes)), {"tid": thread_id, **changes}).rowcount
+    if user_id is not None and not updated:
+        row: dict[str, Any] = {"thread_id": thread_id, "user_id": user_id, "assistant_id": "lead_agent",
+                               "title": title or None, "status": status, "metadata": {}, "created_at": now,
+                               "updated_at": now}
+        if raw is not None:
+            _FAST_INSERT_THREAD.execute(raw, row)
+        else:
+            conn.execute(sa.insert(_T), row)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +43,13 @@ async def execute_run(
     durability: str = "async",
     converter: StreamConverter | None = None,
     stream_tokens: bool = True,
+    on_success: Callable[[], Awaitable[Any]] | None = None,
 ) -> AsyncIterator[StreamEvent]:
     """Run ``graph`` on ``graph_input`` and yield events, ending with ``end`` or ``error``.
+
+    ``on_success()`` is awaited when the graph has finished without error, together with
+    the saver's flush (they overlap), before ``end``; its failure, like the flush's, turns
+    the run into an ``error``.
 
     With ``stream_tokens=False`` (a blocking ``chat``), LangGraph's ``messages`` mode is
     skipped: each AI message's text then arrives as one delta when its step completes,
@@ -67,8 +72,10 @@ async def execute_run(
         # a saver that writes behind the run (SQLite) commits the last checkpoints now, and
         # reports a failed write as this run's error
         flush = getattr(getattr(graph, "checkpointer", None), "aflush", None)
-        if flush is not None:
-            await flush()
+        finishing = [work() for work in (flush, on_success) if work is not None]
+        for outcome in await asyncio.gather(*finishing, return_exceptions=True):
+            if isinstance(outcome, BaseException):
+                raise outcome
     except asyncio.CancelledError:
         raise
     except Exception as exc:
@@ -123,15 +130,24 @@ async def agent_run(
         before = workspace_before if user_data is not None else None
     status = "interrupted"
     converter = StreamConverter()
-    finish = finish_blocking
+    finish = _once(finish_blocking) if finish_blocking is not None else None
+    succeeded: list[dict[str, Any] | None] = []  # the success path's workspace change, taken early
+
+    async def on_success() -> None:
+        # overlaps the checkpoint flush: the snapshot hop and the database hop run side by side
+        succeeded.append(await _workspace_event(before, user_data, context, "success", finish))
+
     try:
         async for event in execute_run(graph, graph_input, context=context, config=config, converter=converter,
-                                       stream_tokens=stream_tokens):
+                                       stream_tokens=stream_tokens, on_success=on_success):
             if event.type in {"end", "error"}:
                 status = "success" if event.type == "end" else "error"
                 if event.type == "end":
                     context.extra[FINAL_STATE_KEY] = converter.final_state
-                change = await _workspace_event(before, user_data, context, status, finish)
+                if succeeded:
+                    change = succeeded[0]
+                else:
+                    change = await _workspace_event(before, user_data, context, status, finish)
                 finish = None
                 journal.close_messages()
                 if change is not None:
@@ -157,6 +173,19 @@ async def agent_run(
             await journal.close()
         except Exception as exc:  # the journal must never turn a finished run into a failure
             logger.warning("could not write the journal of run %s: %s", context.run_id, exc)
+
+
+def _once(func: Callable[[str], None]) -> Callable[[str], None]:
+    """``func``, callable once (later calls do nothing)."""
+    called = False
+
+    def call(status: str) -> None:
+        nonlocal called
+        if not called:
+            called = True
+            func(status)
+
+    return call
 
 
 async def _workspace_event(before: dict[str, Any] | None, user_data: Path | None, context: RunContext,

@@ -124,3 +124,26 @@ async def test_a_new_thread_is_stored_with_its_first_run_or_when_threads_are_rea
         assert await _raw_thread_ids(store) == {"fresh-1", "fresh-2", "fresh-3"}
     finally:
         await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_sqlite_fast_statements_round_trip_through_sqlalchemy(tmp_path):
+    from deerflow_nb.persistence.fast import driver_connection, insert_statement
+    from deerflow_nb.persistence.models import RunEventRow
+
+    events = RunEventRow.metadata.tables["run_events"]
+    statement = insert_statement(events, ("payload",))
+    assert "id" not in statement.order and statement.sql.startswith("INSERT INTO run_events")
+    store = await open_store(tmp_path / "fast.db")
+    try:
+        row = {"run_id": "r", "thread_id": "t", "user_id": "u", "seq": 1, "event_type": "custom",
+               "category": "custom", "payload": {"nested": [1, "two", None]}, "created_at": 1.5}
+        await store.db.write(lambda conn: statement.executemany(driver_connection(conn), [row, {**row, "seq": 2}]))
+        read = await store.events.list("u", run_id="r")
+        assert [(e.seq, e.payload) for e in read] == [(1, {"nested": [1, "two", None]}), (2, {"nested": [1, "two", None]})]
+        await store.runs.create(RunInfo("run-1", "t", "u", metadata={"k": "v"}), status="running")
+        await store.runs.set_status("run-1", "success", usage={"total_tokens": 3})
+        stored = await store.runs.get("run-1", "u")
+        assert (stored.status, stored.metadata, stored.usage, stored.error) == ("success", {"k": "v"}, {"total_tokens": 3}, None)
+    finally:
+        await store.aclose()
