@@ -176,6 +176,8 @@ class Database:
         self.engine = engine
         self.async_engine = async_engine
         self.worker = worker
+        # SQLite: one connection kept open on the database thread (no pool checkout per transaction)
+        self._conn: sa.Connection | None = None
 
     @property
     def backend(self) -> str:
@@ -186,7 +188,7 @@ class Database:
         """``func(connection)`` outside a write transaction; returns its result."""
         if self.engine is not None:
             assert self.worker is not None
-            return await self.worker.call(_run_read, self.engine, func)
+            return await self.worker.call(self._read_on_worker, func)
         assert self.async_engine is not None
         async with self.async_engine.connect() as conn:
             return await conn.run_sync(func)
@@ -195,29 +197,46 @@ class Database:
         """``func(connection)`` in one transaction: committed if it returns, rolled back if it raises."""
         if self.engine is not None:
             assert self.worker is not None
-            return await self.worker.call(_run_write, self.engine, func)
+            return await self.worker.call(self._write_on_worker, func)
         assert self.async_engine is not None
         async with self.async_engine.begin() as conn:
             return await conn.run_sync(func)
+
+    def _dispose_on_worker(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        assert self.engine is not None
+        self.engine.dispose()
+
+    def _connection(self) -> sa.Connection:
+        if self._conn is None or self._conn.closed:
+            assert self.engine is not None
+            self._conn = self.engine.connect()
+        return self._conn
+
+    def _read_on_worker(self, func: Callable[[sa.Connection], T]) -> T:
+        conn = self._connection()
+        try:
+            return func(conn)
+        finally:
+            conn.rollback()  # end the read transaction (a WAL snapshot must not outlive the call)
+
+    def _write_on_worker(self, func: Callable[[sa.Connection], T]) -> T:
+        conn = self._connection()
+        with conn.begin():
+            return func(conn)
 
     async def dispose(self) -> None:
         """Close every pooled connection."""
         if self.engine is not None:
             assert self.worker is not None
-            await self.worker.call(self.engine.dispose)
+            await self.worker.call(self._dispose_on_worker)
         else:
             assert self.async_engine is not None
             await self.async_engine.dispose()
 
 
-def _run_read(engine: sa.Engine, func: Callable[[sa.Connection], T]) -> T:
-    with engine.connect() as conn:
-        return func(conn)
-
-
-def _run_write(engine: sa.Engine, func: Callable[[sa.Connection], T]) -> T:
-    with engine.begin() as conn:
-        return func(conn)
 
 
 def sqlite_wal(conn: sqlite3.Connection, *, attempts: int = 100) -> None:
