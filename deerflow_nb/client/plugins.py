@@ -53,10 +53,12 @@ class AgentPlugin:
         """
 
     def prepare_run_blocking(self, context: RunContext) -> None:
-        """Blocking preparation (file reads) after admission, off the event loop.
+        """Blocking preparation (file reads), off the event loop.
 
         Runs in the worker thread that also creates the run's folders, so it costs no
-        extra hop. Errors are logged and the run goes on.
+        extra hop; that work overlaps the run's admission, so it may run before the run is
+        admitted (and for a run that is then refused): keep it idempotent. Errors are
+        logged and the run goes on.
         """
 
     async def finish_run(self, context: RunContext, status: str) -> None:
