@@ -68,7 +68,10 @@ class ChatWidget(DeerFlowWidget):
         self._stop_requested = False
         self.on_msg(self._on_front_end_msg)
         if history:
-            self._transcript.load_state(thread.state)
+            state = thread.state
+            if run is not None:  # the run's own messages come from its replayed events, not from here
+                state = _before_run(state, getattr(run, "run_id", None))
+            self._transcript.load_state(state)
             if self._transcript.pending_request() is not None:
                 self.status = "waiting"
             self.files = self._previews(self._transcript.artifacts)
@@ -263,3 +266,14 @@ class ChatWidget(DeerFlowWidget):
                 self._transcript.add_error(f"{type(exc).__name__}: {exc}" if not isinstance(exc, UsageError)
                                            else str(exc))
                 self._push()
+
+
+def _before_run(state: Mapping[str, Any], run_id: str | None) -> Mapping[str, Any]:
+    """``state`` cut before the input message of ``run_id`` (whole when the run has not stored it yet)."""
+    messages = list(state.get("messages") or [])
+    for index, message in enumerate(messages):
+        kwargs = (message.get("additional_kwargs") if isinstance(message, Mapping)
+                  else getattr(message, "additional_kwargs", None)) or {}
+        if run_id is not None and kwargs.get("run_id") == run_id:
+            return {**state, "messages": messages[:index]}
+    return state

@@ -211,3 +211,15 @@ def test_workspace_changes_without_runs_and_for_an_unknown_run(make_agent):
     thread.chat("hi")
     latest = thread.workspace_changes()
     assert latest["run_id"] is not None and latest["changes"] == []
+
+
+def test_attaching_to_a_finished_run_shows_its_answer_once(make_agent, comm_log):
+    agent = make_agent(["earlier answer", "only once"])
+    thread = agent.thread()
+    thread.chat("first")
+    run = thread.start("second")
+    run.wait()  # finished before the widget attaches: the state already holds the answer
+    chat = thread.ui(run=run)
+    assert chat.wait(30) == "only once"
+    texts = [str(item) for item in chat.items]
+    assert sum("only once" in t for t in texts) == 1 and any("earlier answer" in t for t in texts)
