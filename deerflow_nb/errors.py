@@ -18,7 +18,16 @@ Hierarchy::
     │   ├── SandboxPathError           (a path escapes the mapped roots)
     │   └── SandboxTimeoutError        (a command ran past its wall-clock limit)
     ├── HumanInputRequired             (headless run hit a human-input request)
-    └── RunError                       (a run ended in error)
+    └── RunError                       (a run did not succeed: status error / timeout / interrupted)
+        ├── ModelCallError             (the model failed: model_error, model_timeout, rate_limited,
+        │                               model_unavailable, model_auth, context_overflow)
+        ├── ToolBudgetError            (the run ran out of steps: recursion_limit)
+        ├── RunTimeoutError            (the run passed its ``timeout``; also a ``TimeoutError``)
+        └── RunInterruptedError        (cancelled, kernel interrupt, orphan_recovered)
+
+Every :class:`RunError` carries ``run_id``, ``status``, ``stop_reason`` and ``cause`` (the
+message of what went wrong); :func:`run_error` picks the subclass. In IPython a
+``RunError`` prints as one line (no traceback); ``%tb`` or ``err.detail`` give the rest.
 """
 
 from __future__ import annotations
@@ -32,7 +41,12 @@ __all__ = [
     "ModelNotFoundError",
     "NoModelConfiguredError",
     "NotFoundError",
+    "ModelCallError",
     "RunError",
+    "RunInterruptedError",
+    "RunTimeoutError",
+    "ToolBudgetError",
+    "run_error",
     "SandboxError",
     "SandboxPathError",
     "SandboxTimeoutError",
@@ -40,6 +54,10 @@ __all__ = [
     "ThreadBusyError",
     "UsageError",
 ]
+
+#: ``stop_reason`` values of failed model calls (see :class:`ModelCallError`).
+MODEL_STOP_REASONS = frozenset({"model_error", "model_timeout", "rate_limited", "model_unavailable", "model_auth",
+                                "context_overflow"})
 
 
 class DeerFlowError(Exception):
@@ -115,9 +133,56 @@ class HumanInputRequired(DeerFlowError):
 
 
 class RunError(DeerFlowError):
-    """A run ended with status ``error``; ``run_id`` and ``detail`` describe it."""
+    """A run did not succeed (status ``error``, ``timeout`` or ``interrupted``).
 
-    def __init__(self, message: str, *, run_id: str | None = None, detail: Any = None) -> None:
+    Attributes: ``run_id``, ``status``, ``stop_reason`` (e.g. ``model_timeout``,
+    ``cancelled``), ``cause`` (the failure's message, one line) and ``detail`` (the
+    run's error record, a dict).
+    """
+
+    def __init__(self, message: str, *, run_id: str | None = None, detail: Any = None, status: str = "error",
+                 stop_reason: str | None = None, cause: str | None = None) -> None:
         self.run_id = run_id
         self.detail = detail
+        self.status = status
+        self.stop_reason = stop_reason
+        self.cause = cause if cause is not None else message
         super().__init__(message)
+
+    def _render_traceback_(self) -> list[str]:
+        """IPython shows this instead of the traceback: one readable line."""
+        return [f"{type(self).__name__}: {self}"]
+
+
+class ModelCallError(RunError):
+    """The model call failed (after retries, for transient failures)."""
+
+
+class ToolBudgetError(RunError):
+    """The run used up its step budget (``recursion_limit``) before answering."""
+
+
+class RunTimeoutError(RunError, TimeoutError):
+    """The run passed its ``timeout`` and was stopped."""
+
+
+class RunInterruptedError(RunError):
+    """The run was cut short (cancelled, kernel interrupt, or its process stopped); the partial answer is kept."""
+
+
+def run_error(*, run_id: str | None, status: str, stop_reason: str | None, cause: str | None,
+              detail: Any = None) -> RunError:
+    """The :class:`RunError` (subclass) describing a run that did not succeed."""
+    cls: type[RunError] = RunError
+    if status == "timeout":
+        cls = RunTimeoutError
+    elif status == "interrupted" or stop_reason in {"cancelled", "orphan_recovered"}:
+        cls = RunInterruptedError
+    elif stop_reason in MODEL_STOP_REASONS:
+        cls = ModelCallError
+    elif stop_reason == "recursion_limit":
+        cls = ToolBudgetError
+    reason = f" ({stop_reason})" if stop_reason else ""
+    text = (cause or status).strip().splitlines()[0] if (cause or status).strip() else status
+    message = f"run {run_id} ended with status {status}{reason}: {text}"
+    return cls(message, run_id=run_id, detail=detail, status=status, stop_reason=stop_reason, cause=cause)

@@ -77,7 +77,8 @@ class RunCreateRequest(_Body):
         """Run options (the engine's ``RunOptions`` fields) from ``config``/``context``."""
         merged: dict[str, Any] = {**((self.config or {}).get("configurable") or {}), **(self.context or {})}
         names = {"model_name": "model_name", "thinking_enabled": "thinking_enabled", "is_plan_mode": "plan_mode",
-                 "plan_mode": "plan_mode", "subagent_enabled": "subagent_enabled"}
+                 "plan_mode": "plan_mode", "subagent_enabled": "subagent_enabled",
+                 "non_interactive": "non_interactive"}
         options = {target: merged[key] for key, target in names.items() if key in merged}
         if self.config and self.config.get("recursion_limit"):
             options["recursion_limit"] = int(self.config["recursion_limit"])

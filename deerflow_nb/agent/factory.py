@@ -37,12 +37,14 @@ from deerflow_nb.agent.middlewares import (
 )
 from deerflow_nb.agent.middlewares.chain import MiddlewareChain
 from deerflow_nb.agent.middlewares.dynamic_context import ContextProvider
+from deerflow_nb.agent.middlewares.model_retry import ModelRetryMiddleware
+from deerflow_nb.agent.profile import SMALL_PROMPT
 from deerflow_nb.agent.prompt import build_system_prompt
 from deerflow_nb.agent.state import ThreadState
-from deerflow_nb.config.schema import AppConfig
+from deerflow_nb.config.schema import AppConfig, ModelConfig
 from deerflow_nb.context import RunContext
 
-__all__ = ["SLOTS", "AgentOptions", "build_middlewares", "make_lead_agent"]
+__all__ = ["NON_INTERACTIVE_SECTION", "SLOTS", "AgentOptions", "build_middlewares", "make_lead_agent"]
 
 #: Extension points of the chain, in order: skills after DynamicContext, memory after
 #: Title, subagents before LoopDetection, custom before the terminal tail.
@@ -58,6 +60,27 @@ class AgentOptions:
     plan_mode: bool = False
     subagent_enabled: bool = False
     supports_vision: bool = False
+    #: No human at hand (a scheduled or headless run): no ``ask_clarification``, proceed on assumptions.
+    non_interactive: bool = False
+    #: ``normal``, or ``small`` for small local models (compact prompt and tools; see ``agent.profile``).
+    profile: str = "normal"
+
+
+#: System prompt section of non-interactive runs.
+NON_INTERACTIVE_SECTION = (
+    "<non_interactive>\nNobody can answer questions during this run: the ask_clarification tool is not "
+    "available. When something is ambiguous, choose the most reasonable interpretation, state the "
+    "assumptions you made in your answer, and carry on to a complete result.\n</non_interactive>"
+)
+
+
+def _retry_middleware(config: AppConfig, options: AgentOptions) -> ModelRetryMiddleware:
+    """Retries of transient model failures, from the model's ``models[]`` entry (else the defaults)."""
+    entry = config.get_model_config(options.model_name) if options.model_name else None
+    fields = ModelConfig.model_fields
+    max_retries = entry.max_retries if entry else fields["max_retries"].default
+    max_wait = entry.retry_max_wait if entry else fields["retry_max_wait"].default
+    return ModelRetryMiddleware(max_retries=max_retries, max_delay=max_wait)
 
 
 def build_middlewares(
@@ -102,12 +125,16 @@ def build_middlewares(
         chain.append(LoopDetectionMiddleware(config.loop_detection.warn_threshold, config.loop_detection.hard_limit))
     chain += list(slots.get("custom", ()))
     chain += [TerminalResponseMiddleware(), ModelLengthFinishReasonMiddleware(), ClarificationMiddleware()]
+    # innermost around the model: a retry repeats only the provider call
+    chain.append(_retry_middleware(config, options))
     return chain
 
 
-def _prepare_tools(tools: Sequence[BaseTool]) -> list[BaseTool]:
+def _prepare_tools(tools: Sequence[BaseTool], non_interactive: bool = False) -> list[BaseTool]:
     prepared = []
     for tool in tools:
+        if non_interactive and tool.name == "ask_clarification":
+            continue
         if tool.name == "ask_clarification" and not tool.return_direct:
             # The run ends after the clarification message; see ClarificationMiddleware.
             tool = tool.model_copy(update={"return_direct": True})
@@ -138,8 +165,10 @@ def make_lead_agent(
         tools = get_available_tools(config, supports_vision=options.supports_vision)
     return create_agent(
         model,
-        tools=_prepare_tools(tools),
-        system_prompt=build_system_prompt(prompt_sections),
+        tools=_prepare_tools(tools, options.non_interactive),
+        system_prompt=(SMALL_PROMPT + "\n" if options.profile == "small" else
+                       build_system_prompt([*prompt_sections, NON_INTERACTIVE_SECTION if options.non_interactive
+                                            else None])),
         middleware=[MiddlewareChain(build_middlewares(config, options, slots=slots,
                                                       context_providers=context_providers))],
         state_schema=ThreadState,

@@ -27,7 +27,7 @@ from deerflow_nb.context import RunContext
 from deerflow_nb.errors import UsageError
 from deerflow_nb.persistence import Store, open_store, resolve_database
 from deerflow_nb.runtime import RunManager, RunRecord, StreamBridge, StreamEvent, agent_run
-from deerflow_nb.runtime.worker import capture_rollback_point, restore_rollback_point
+from deerflow_nb.runtime.worker import capture_rollback_point, mark_interrupted, marker_graph, restore_rollback_point
 from deerflow_nb.runtime.workspace import snapshot
 from deerflow_nb.sandbox import SandboxProvider
 
@@ -71,6 +71,8 @@ class RunOptions:
     subagent_enabled: bool = False
     recursion_limit: int = 100
     timeout: float | None = None
+    #: No human at hand: no ``ask_clarification``; the model proceeds on stated assumptions.
+    non_interactive: bool = False
 
     def merged(self, **overrides: Any) -> RunOptions:
         """A copy with the non-``None`` overrides applied (unknown names are an error)."""
@@ -151,6 +153,11 @@ class EmbeddedEngine:
                 store = await open_store(self.database)
                 self.runs.attach(store.runs, store.threads)
                 self.recovered_runs = await self.runs.recover_orphans()
+                if self.recovered_runs:  # their threads end with a marked, interrupted answer
+                    graph = marker_graph(store.checkpointer)
+                    for run_id in self.recovered_runs:
+                        await mark_interrupted(graph, self.runs.recovered[run_id], run_id,
+                                               reason="orphan_recovered")
                 self._store = store
             return self._store
 
@@ -193,18 +200,28 @@ class EmbeddedEngine:
         config = self.config
         model, name, vision = resolved or self.resolve_model(options)
         plugin_keys = self._plugin_keys()
+        profile = self.profile_for(model, name)
         key = (self._config_key(config), name, id(model) if name is None else None, options.thinking_enabled,
-               options.plan_mode, options.subagent_enabled, vision, plugin_keys)
+               options.plan_mode, options.subagent_enabled, vision, plugin_keys, bool(options.non_interactive),
+               profile)
         graph = self._graphs.get(key)
         if graph is None:
             agent_options = AgentOptions(model_name=name, thinking_enabled=options.thinking_enabled,
                                          plan_mode=options.plan_mode, subagent_enabled=options.subagent_enabled,
-                                         supports_vision=vision)
+                                         supports_vision=vision, non_interactive=bool(options.non_interactive),
+                                         profile=profile)
             graph = await asyncio.to_thread(self._build_graph, model, config, agent_options, store)
             if len(self._graphs) > 16:
                 self._graphs.clear()
             self._graphs[key] = graph
         return graph, name
+
+    def profile_for(self, model: BaseChatModel, name: str | None) -> str:
+        """The agent profile of this model: its ``models[].profile``, else the model's own preference."""
+        from deerflow_nb.agent.profile import model_profile
+
+        entry = self.config.get_model_config(name) if name else None
+        return model_profile(model, entry.profile if entry is not None else None)
 
     def _plugin_keys(self) -> tuple[Any, ...]:
         """Every plug-in's graph-cache key."""
@@ -223,14 +240,21 @@ class EmbeddedEngine:
         from deerflow_nb.tools import get_available_tools
 
         slots: dict[str, list[Any]] = {}
-        tools = list(get_available_tools(config, supports_vision=options.supports_vision))
+        small = options.profile == "small"
+        if small:  # compact prompt and tools: plug-ins add middlewares and context, not tools or prompt text
+            from deerflow_nb.agent.profile import small_profile_tools
+
+            tools = small_profile_tools(config)
+        else:
+            tools = list(get_available_tools(config, supports_vision=options.supports_vision))
         sections: list[str] = []
         providers: list[Any] = []
         for plugin in self.plugins:
             for slot, members in plugin.middlewares(config, options).items():
                 slots.setdefault(slot, []).extend(members)
-            tools += plugin.tools(config, options)
-            sections += plugin.prompt_sections(config, options)
+            if not small:
+                tools += plugin.tools(config, options)
+                sections += plugin.prompt_sections(config, options)
             providers += plugin.context_providers(config, options)
         return make_lead_agent(model, config=config, options=options, tools=tools, checkpointer=store.checkpointer,
                                slots=slots, prompt_sections=sections, context_providers=providers)
@@ -287,11 +311,13 @@ class EmbeddedEngine:
             sandbox_provider=self.sandbox_provider, model_name=model_name,
             thinking_enabled=options.thinking_enabled, plan_mode=options.plan_mode,
             subagent_enabled=options.subagent_enabled, secrets=dict(secrets or {}),
+            profile=self.profile_for(resolved[0], model_name),
         )
         config = {
             "configurable": {"thread_id": thread_id, "run_id": run_id, "model_name": model_name,
                              "thinking_enabled": options.thinking_enabled, "is_plan_mode": options.plan_mode,
-                             "subagent_enabled": options.subagent_enabled},
+                             "subagent_enabled": options.subagent_enabled,
+                             "non_interactive": bool(options.non_interactive)},
             "recursion_limit": options.recursion_limit,
         }
         rollback_point: list[dict[str, Any] | None] = []
@@ -338,10 +364,13 @@ class EmbeddedEngine:
                     if event.type == "values":
                         record.title = event.data.get("title") or record.title
                     elif event.type == "end":
-                        status = "success"
+                        status = "success" if event.data.get("status", "success") == "success" else "error"
                     yield event
             except asyncio.CancelledError:
                 status = "interrupted"
+                if not record.rollback_requested:  # keep the partial answer, marked interrupted
+                    await asyncio.shield(mark_interrupted(graph, thread_id, run_id, reason="cancelled",
+                                                          partial_texts=record.streamed_texts))
                 raise
             finally:
                 if not context.extra.get(_FINISHED_BLOCKING):  # the run failed before its graph ran

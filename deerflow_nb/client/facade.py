@@ -48,6 +48,9 @@ class DeerFlow(SkillsMixin, MemoryMixin, ExtensionsMixin, UiMixin):
         user_id: whose threads, memory and files these are.
         persistence: ``"sqlite"`` (default, survives restarts) or ``"memory"`` (throwaway).
         sandbox: a :class:`~deerflow_nb.sandbox.SandboxProvider` to use instead of the configured one.
+        interactive: ``False`` for headless pipelines: runs never ask questions (no
+            ``ask_clarification``; the model proceeds on stated assumptions). Per run:
+            ``non_interactive=True``.
     """
 
     def __init__(
@@ -61,10 +64,11 @@ class DeerFlow(SkillsMixin, MemoryMixin, ExtensionsMixin, UiMixin):
         user_id: str = "default",
         persistence: str | None = None,
         sandbox: SandboxProvider | None = None,
+        interactive: bool = True,
     ) -> None:
         if model is not None and not isinstance(model, (str, BaseChatModel)):
             raise UsageError(f"model must be a configured model name or a LangChain chat model, got {model!r}")
-        self._defaults = RunOptions(plan_mode=plan_mode, subagent_enabled=subagents)
+        self._defaults = RunOptions(plan_mode=plan_mode, subagent_enabled=subagents, non_interactive=not interactive)
         self._engine = EmbeddedEngine(config_path=config_path, model=model, defaults=self._defaults, home=home,
                                       user_id=user_id, persistence=persistence, sandbox_provider=sandbox)
         self._loop = BackgroundLoop()

@@ -9,6 +9,7 @@ checkpointer) live on this loop only. Never ``run_until_complete``, never ``nest
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from typing import Any, TypeVar
@@ -19,6 +20,8 @@ __all__ = ["BackgroundLoop"]
 
 T = TypeVar("T")
 _DONE = object()
+#: Seconds a sync call interrupted by Ctrl-C waits for its work to handle the cancellation.
+CANCEL_WAIT = 30.0
 
 
 class BackgroundLoop:
@@ -54,20 +57,45 @@ class BackgroundLoop:
         return self._thread is not None and threading.current_thread() is self._thread
 
     def run(self, coro: Coroutine[Any, Any, T], *, method: str = "this method") -> T:
-        """Run ``coro`` on the private loop and block for its result (the sync twin path)."""
+        """Run ``coro`` on the private loop and block for its result (the sync twin path).
+
+        A ``KeyboardInterrupt`` while blocked (Ctrl-C, "interrupt kernel") cancels ``coro``
+        and waits (up to ``CANCEL_WAIT`` seconds) until it has handled the cancellation
+        (a chat cancels its run), then propagates.
+        """
         if self.in_loop():
             coro.close()
             raise SyncInAsyncError(
                 f"{method} was called synchronously from deerflow's own event loop; "
                 f"use the async twin (await a{method.rsplit('.', 1)[-1]}(...)) instead"
             )
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+        tasks: list[asyncio.Task[Any]] = []
+        loop = self.loop
+        future = asyncio.run_coroutine_threadsafe(_tracked(coro, tasks), loop)
+        try:
+            return future.result()
+        except KeyboardInterrupt:
+            if tasks:
+                with contextlib.suppress(Exception):
+                    asyncio.run_coroutine_threadsafe(_cancel_and_wait(tasks[0]), loop).result(CANCEL_WAIT)
+            else:
+                future.cancel()
+            raise
 
     async def arun(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Await ``coro`` from any loop; it executes on the private loop."""
+        """Await ``coro`` from any loop; it executes on the private loop (cancellation reaches it)."""
         if self.in_loop():
             return await coro
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
+        tasks: list[asyncio.Task[Any]] = []
+        future = asyncio.run_coroutine_threadsafe(_tracked(coro, tasks), self.loop)
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            if tasks:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(asyncio.wrap_future(
+                        asyncio.run_coroutine_threadsafe(_cancel_and_wait(tasks[0]), self.loop)))
+            raise
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> Any:
         """Schedule ``coro`` on the private loop; returns a ``concurrent.futures.Future``."""
@@ -121,6 +149,19 @@ class BackgroundLoop:
             thread.join(timeout)
         if not loop.is_running():
             loop.close()
+
+
+async def _tracked(coro: Coroutine[Any, Any, T], tasks: list[asyncio.Task[Any]]) -> T:
+    """Await ``coro``, leaving the running task in ``tasks`` (so another thread can cancel it)."""
+    task = asyncio.current_task()
+    if task is not None:
+        tasks.append(task)
+    return await coro
+
+
+async def _cancel_and_wait(task: asyncio.Task[Any]) -> None:
+    task.cancel()
+    await asyncio.wait([task])
 
 
 async def _next(agen: AsyncIterator[Any]) -> Any:

@@ -18,8 +18,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from deerflow_nb.client.loop import BackgroundLoop
 from deerflow_nb.client.mixins.thread_ui import ThreadUiMixin
+from deerflow_nb.client.run import failure_of
 from deerflow_nb.config import validate_id
-from deerflow_nb.errors import DeerFlowError, NotFoundError, RunError, ThreadBusyError, UsageError
+from deerflow_nb.errors import DeerFlowError, NotFoundError, ThreadBusyError, UsageError
 from deerflow_nb.runtime.events import EVENT_TYPES, StreamEvent
 
 __all__ = ["RemoteDeerFlow", "RemoteRun", "RemoteThread", "discover_server", "message_from_dict"]
@@ -175,11 +176,18 @@ class RemoteRun:
         return self._result()
 
     def _result(self) -> str:
-        end = next((e for e in reversed(self._events) if e.type in {"end", "error"}), None)
-        if end is None or end.type == "error":
-            detail = end.data if end else None
-            message = detail.get("message") if isinstance(detail, dict) else "no end event"
-            raise RunError(f"run {self.run_id} failed: {message}", run_id=self.run_id, detail=detail)
+        error = next((e for e in reversed(self._events) if e.type == "error"), None)
+        end = next((e for e in reversed(self._events) if e.type == "end"), None)
+        end_status = end.data.get("status", "success") if end is not None and isinstance(end.data, dict) else None
+        if error is not None or end is None or end_status != "success":
+            detail = error.data if error is not None else None
+            status = end_status or (detail.get("status") if isinstance(detail, dict) else None) or "error"
+            if status == "success":
+                status = "error"
+            stop_reason = end.data.get("stop_reason") if end is not None and isinstance(end.data, dict) else None
+            if detail is None:
+                detail = {"message": "the stream ended without an end event" if end is None else status}
+            raise failure_of(self.run_id, status, stop_reason, detail)
         texts: dict[str, str] = {}
         for event in self._events:
             data = event.data
@@ -319,7 +327,7 @@ class RemoteThread(ThreadUiMixin):
             payload = {"type": "human", "content": message.content,
                        "additional_kwargs": dict(message.additional_kwargs)}
         unknown = set(options) - {"model_name", "thinking_enabled", "plan_mode", "subagent_enabled",
-                                  "recursion_limit"}
+                                  "recursion_limit", "non_interactive"}
         if unknown:
             raise UsageError(f"unknown run option(s): {', '.join(sorted(unknown))}")
         context = {k: v for k, v in options.items() if k != "recursion_limit" and v is not None}

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
-from deerflow_nb.errors import RunError
+from deerflow_nb.errors import RunError, run_error
 from deerflow_nb.runtime import BridgeEvent, StreamEvent
 
 if TYPE_CHECKING:
     from deerflow_nb.client.loop import BackgroundLoop
     from deerflow_nb.runtime import RunManager, RunRecord
 
-__all__ = ["Run", "run_result"]
+__all__ = ["Run", "failure_of", "run_result"]
 
 
 class Run:
@@ -73,13 +74,26 @@ class Run:
                 yield event
 
     def wait(self) -> str:
-        """Block until the run ends; return the final answer text (``RunError`` if it failed)."""
-        self._loop.run(self._record.wait(), method="Run.wait")
+        """Block until the run ends; return the final answer text.
+
+        Raises :class:`~deerflow_nb.errors.RunError` (a subclass: ``ModelCallError``,
+        ``ToolBudgetError``, ``RunTimeoutError``, ``RunInterruptedError``) when the run did
+        not succeed. Ctrl-C (a kernel interrupt) while waiting cancels the run.
+        """
+        try:
+            self._loop.run(self._record.wait(), method="Run.wait")
+        except KeyboardInterrupt:
+            self._loop.run(self._manager.cancel(self.run_id), method="Run.cancel")
+            raise
         return run_result(self._record)
 
     async def await_result(self) -> str:
-        """Async twin of :meth:`wait`."""
-        await self._loop.arun(self._record.wait())
+        """Async twin of :meth:`wait` (cancelling the awaiting task cancels the run)."""
+        try:
+            await self._loop.arun(self._record.wait())
+        except asyncio.CancelledError:
+            await asyncio.shield(self._loop.arun(self._manager.cancel(self.run_id)))
+            raise
         return run_result(self._record)
 
     def __await__(self) -> Any:
@@ -109,10 +123,15 @@ class Run:
 
 
 def run_result(record: RunRecord) -> str:
-    """The final answer text of a finished run, or :class:`RunError`."""
+    """The final answer text of a finished run, or :class:`RunError` (a subclass naming the failure)."""
     if record.status != "success" or record.end_data is None:
-        detail = record.error
-        message = detail.get("message", record.status) if isinstance(detail, dict) else record.status
-        raise RunError(f"run {record.run_id} ended with status {record.status}: {message}",
-                       run_id=record.run_id, detail=detail)
+        raise failure_of(record.run_id, record.status, record.stop_reason, record.error)
     return record.final_text
+
+
+def failure_of(run_id: str | None, status: str, stop_reason: str | None, detail: Any) -> RunError:
+    """The :class:`RunError` of a run that ended with ``status`` (not ``success``)."""
+    message = detail.get("message") if isinstance(detail, dict) else None
+    if isinstance(detail, dict):
+        stop_reason = stop_reason or detail.get("stop_reason")
+    return run_error(run_id=run_id, status=status, stop_reason=stop_reason, cause=message or status, detail=detail)

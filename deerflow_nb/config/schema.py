@@ -62,6 +62,17 @@ class ModelConfig(BaseModel):
     supports_vision: bool = False
     when_thinking_enabled: dict[str, Any] | None = None
     pricing: ModelPricing | None = None
+    max_retries: int = Field(
+        default=2, ge=0, description="Retries of a transient model failure (timeout, connection, 429, 5xx)."
+    )
+    retry_max_wait: float = Field(
+        default=60.0, ge=0, description="Longest wait (s) between retries, also for a provider's Retry-After."
+    )
+    profile: Literal["normal", "small"] | None = Field(
+        default=None,
+        description="Agent profile: 'small' for small local models (compact prompt, table tools); "
+        "unset: 'small' for the embedded model, else 'normal'.",
+    )
 
     @field_validator("use")
     @classmethod

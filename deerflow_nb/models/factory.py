@@ -228,6 +228,9 @@ def create_chat_model(
     index, entry = _find_entry(config, name)
     cls = _resolve_model_class(entry, index)
     kwargs = build_model_kwargs(entry, thinking_enabled=thinking_enabled, overrides=overrides)
+    if "max_retries" in getattr(cls, "model_fields", {}) and "max_retries" not in kwargs:
+        # the agent retries transient failures itself (models[].max_retries): no second layer in the SDK
+        kwargs["max_retries"] = 0
     try:
         return cls(**kwargs)
     except Exception as exc:

@@ -91,11 +91,18 @@ class RunRecord(RunInfo):
             self.stop_reason = data.get("stop_reason") or self.stop_reason
         elif event.type == "error":
             self.error = data
+            if isinstance(data, dict):
+                self.stop_reason = data.get("stop_reason") or self.stop_reason
 
     @property
     def final_text(self) -> str:
         """Text of the last AI message that carried text."""
         return next(reversed(self._texts.values()), "")
+
+    @property
+    def streamed_texts(self) -> dict[str, str]:
+        """AI text streamed so far, per message id (in order of their last delta)."""
+        return dict(self._texts)
 
     def defer_journal(self, entries: list[JournalEntry]) -> None:
         """Keep the run's last journal entries for the transaction that stores its outcome."""
@@ -117,6 +124,8 @@ class RunManager:
                  max_finished: int = 256) -> None:
         self.bridge = bridge
         self.owner = process_owner()
+        #: run id -> thread id of the runs :meth:`recover_orphans` recovered.
+        self.recovered: dict[str, str] = {}
         self._runs = runs
         self._threads = threads
         self._records: OrderedDict[str, RunRecord] = OrderedDict()
@@ -192,20 +201,27 @@ class RunManager:
         except asyncio.CancelledError:
             status = "interrupted"
             record.stop_reason = "cancelled"
-            self._publish_error(record, "run cancelled", "Cancelled")
+            self._publish_error(record, "run cancelled", "Cancelled", status)
         except TimeoutError:
             status = "timeout"
             record.stop_reason = "timeout"
-            self._publish_error(record, f"run exceeded its {timeout} s timeout", "Timeout")
+            self._publish_error(record, f"run exceeded its {timeout} s timeout", "Timeout", status)
         except Exception as exc:  # the body failed outside the graph
-            logger.warning("run %s failed: %s", record.run_id, exc, exc_info=True)
-            self._publish_error(record, str(exc), type(exc).__name__)
+            logger.warning("run %s failed: %s: %s", record.run_id, type(exc).__name__, exc)
+            logger.debug("run %s failure", record.run_id, exc_info=exc)
+            record.stop_reason = getattr(exc, "stop_reason", None) or "run_error"
+            self._publish_error(record, str(exc) or type(exc).__name__, type(exc).__name__, status)
         finally:
             await self._finalize(record, status)
 
-    def _publish_error(self, record: RunRecord, message: str, kind: str) -> None:
-        record.error = {"message": message, "type": kind, "run_id": record.run_id}
+    def _publish_error(self, record: RunRecord, message: str, kind: str, status: str) -> None:
+        """Publish ``error`` and then ``end`` (``status``) for a run its body could not finish."""
+        record.error = {"message": message, "type": kind, "stop_reason": record.stop_reason, "status": status,
+                        "run_id": record.run_id}
         self.bridge.publish(record.run_id, StreamEvent("error", record.error))
+        self.bridge.publish(record.run_id, StreamEvent("end", {"run_id": record.run_id, "status": status,
+                                                               "stop_reason": record.stop_reason,
+                                                               "usage": record.usage, "pending_input": None}))
 
     async def _finalize(self, record: RunRecord, status: str) -> None:
         if record.finalized:
@@ -288,7 +304,7 @@ class RunManager:
             await asyncio.wait([task])
         if not record.finalized:  # cancelled before its coroutine ever ran
             record.stop_reason = "cancelled"
-            self._publish_error(record, "run cancelled", "Cancelled")
+            self._publish_error(record, "run cancelled", "Cancelled", "interrupted")
             await self._finalize(record, "interrupted")
 
     # -- recovery and shutdown ---------------------------------------------------------
@@ -309,6 +325,7 @@ class RunManager:
                      "type": "OrphanRecovered", "run_id": info.run_id}
             if await self._runs.claim_orphan(info.run_id, error=error):
                 recovered.append(info.run_id)
+                self.recovered[info.run_id] = info.thread_id
                 if self._threads is not None:
                     await self._threads.update(info.thread_id, status="error")
         if recovered:

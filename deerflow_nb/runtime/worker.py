@@ -23,14 +23,16 @@ from deerflow_nb.runtime.journal import RunJournal
 from deerflow_nb.runtime.streaming import StreamConverter
 from deerflow_nb.runtime.workspace import snapshot, workspace_changes
 
-__all__ = ["FINAL_STATE_KEY", "STREAM_MODES", "agent_run", "capture_rollback_point", "execute_run",
-           "restore_rollback_point"]
+__all__ = ["FINAL_STATE_KEY", "INTERRUPTED_FLAG", "STREAM_MODES", "agent_run", "capture_rollback_point",
+           "error_payload", "execute_run", "mark_interrupted", "restore_rollback_point"]
 
 logger = logging.getLogger(__name__)
 STREAM_MODES = ["values", "messages", "custom"]
 #: ``context.extra`` key under which :func:`agent_run` leaves the thread's state after a
 #: successful run (the last ``values`` snapshot), so plug-ins need not read it back.
 FINAL_STATE_KEY = "deerflow.final_state"
+#: ``additional_kwargs`` flag of the assistant message that closes a run cut short.
+INTERRUPTED_FLAG = "deerflow_interrupted"
 _UNSET: Any = object()
 
 
@@ -45,7 +47,11 @@ async def execute_run(
     stream_tokens: bool = True,
     on_success: Callable[[], Awaitable[Any]] | None = None,
 ) -> AsyncIterator[StreamEvent]:
-    """Run ``graph`` on ``graph_input`` and yield events, ending with ``end`` or ``error``.
+    """Run ``graph`` on ``graph_input`` and yield events, ending with ``end``.
+
+    A failed run yields ``error`` (``message``, ``type``, ``stop_reason``, see
+    :func:`error_payload`) and then ``end`` with ``status: "error"``; a successful run's
+    ``end`` has ``status: "success"``.
 
     ``on_success()`` is awaited when the graph has finished without error, together with
     the saver's flush (they overlap), before ``end``; its failure, like the flush's, turns
@@ -79,19 +85,48 @@ async def execute_run(
     except asyncio.CancelledError:
         raise
     except Exception as exc:
-        logger.warning("run %s failed: %s", context.run_id, exc, exc_info=True)
-        yield StreamEvent("error", {"message": str(exc), "type": type(exc).__name__, "run_id": context.run_id})
+        error = error_payload(exc, context.run_id)
+        context.extra["stop_reason"] = error["stop_reason"]
+        logger.warning("run %s failed (%s): %s", context.run_id, error["stop_reason"], error["message"])
+        logger.debug("run %s failure", context.run_id, exc_info=exc)
+        yield StreamEvent("error", error)
+        yield StreamEvent("end", {"run_id": context.run_id, "status": "error", "usage": converter.usage(),
+                                  "usage_by_model": context.extra.get("token_usage", {}),
+                                  "stop_reason": error["stop_reason"], "pending_input": None})
         return
     yield StreamEvent(
         "end",
         {
             "run_id": context.run_id,
+            "status": "success",
             "usage": converter.usage(),
             "usage_by_model": context.extra.get("token_usage", {}),
             "stop_reason": context.extra.get("stop_reason"),
             "pending_input": converter.pending_input(),
         },
     )
+
+
+def error_payload(exc: BaseException, run_id: str | None) -> dict[str, Any]:
+    """The ``error`` event data for a run that raised ``exc``.
+
+    ``stop_reason``: the model failure's (``model_timeout``, ``rate_limited``, ...; see
+    :func:`~deerflow_nb.agent.middlewares.model_retry.classify_model_error`),
+    ``recursion_limit`` for LangGraph's step budget, else ``run_error``.
+    """
+    from langgraph.errors import GraphRecursionError
+
+    from deerflow_nb.errors import RunError
+
+    origin = exc.__cause__ if isinstance(exc, RunError) and exc.__cause__ is not None else exc
+    if isinstance(exc, RunError) and exc.stop_reason:
+        stop_reason, message = exc.stop_reason, exc.cause
+    elif isinstance(exc, GraphRecursionError):
+        stop_reason, message = "recursion_limit", f"the run used up its step budget (recursion_limit): {exc}"
+    else:
+        stop_reason, message = "run_error", f"{type(exc).__name__}: {exc}"
+    return {"message": message, "type": type(origin).__name__, "stop_reason": stop_reason, "status": "error",
+            "run_id": run_id}
 
 
 async def agent_run(
@@ -140,11 +175,16 @@ async def agent_run(
     try:
         async for event in execute_run(graph, graph_input, context=context, config=config, converter=converter,
                                        stream_tokens=stream_tokens, on_success=on_success):
-            if event.type in {"end", "error"}:
-                status = "success" if event.type == "end" else "error"
-                if event.type == "end":
+            if event.type == "error":  # the ``end`` that follows closes the run
+                status = "error"
+                journal.observe(event)
+                yield event
+                continue
+            if event.type == "end":
+                if status != "error":
+                    status = "success"
                     context.extra[FINAL_STATE_KEY] = converter.final_state
-                if succeeded:
+                if succeeded and status == "success":
                     change = succeeded[0]
                 else:
                     change = await _workspace_event(before, user_data, context, status, finish)
@@ -230,3 +270,46 @@ async def restore_rollback_point(graph: Any, checkpointer: Any, thread_id: str,
         await checkpointer.adelete_thread(thread_id)
         return
     await graph.aupdate_state(point, None)
+
+
+async def mark_interrupted(graph: Any, thread_id: str, run_id: str, *, reason: str,
+                           partial_texts: dict[str, str] | None = None) -> None:
+    """Close a run that was cut short with a marked assistant message in the thread's state.
+
+    The message carries the answer text streamed so far that the state lacks (the
+    step being generated when the run stopped), ``additional_kwargs``
+    ``{"deerflow_interrupted": True, "run_id", "stop_reason"}``; the next turn then sees
+    where the conversation stopped. ``graph`` is any graph compiled with the thread's
+    checkpointer and a ``model`` node. Failures are logged, never raised.
+    """
+    from langchain_core.messages import AIMessage
+
+    config = {"configurable": {"thread_id": thread_id}}
+    try:
+        snapshot = await graph.aget_state(config)
+        messages = list((snapshot.values or {}).get("messages", []))
+        known = {m.id for m in messages}
+        partial = next((text for mid, text in reversed((partial_texts or {}).items())
+                        if mid not in known and text.strip()), "")
+        marker = AIMessage(content=partial or "(interrupted before answering)",
+                           additional_kwargs={INTERRUPTED_FLAG: True, "run_id": run_id, "stop_reason": reason,
+                                              "partial": bool(partial)})
+        await graph.aupdate_state(config, {"messages": [marker]}, as_node="model")
+        flush = getattr(getattr(graph, "checkpointer", None), "aflush", None)
+        if flush is not None:
+            await flush()
+    except Exception as exc:  # the outcome is already decided; the marker is a courtesy
+        logger.warning("could not mark run %s of thread %s as interrupted: %s", run_id, thread_id, exc)
+
+
+def marker_graph(checkpointer: Any) -> Any:
+    """A minimal graph over :class:`~deerflow_nb.agent.state.ThreadState` for :func:`mark_interrupted`."""
+    from langgraph.graph import END, START, StateGraph
+
+    from deerflow_nb.agent.state import ThreadState
+
+    builder = StateGraph(ThreadState)
+    builder.add_node("model", lambda state: {})
+    builder.add_edge(START, "model")
+    builder.add_edge("model", END)
+    return builder.compile(checkpointer=checkpointer)

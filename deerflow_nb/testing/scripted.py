@@ -34,10 +34,19 @@ __test__ = False
 _DICT_KEYS = frozenset(
     {"content", "tool_calls", "usage_metadata", "response_metadata", "additional_kwargs", "id"}
 )
+_ERROR_KEYS = frozenset({"error", "retry_after", "message"})
 _TOOL_CALL_KEYS = frozenset({"name", "args", "id"})
 
 
 def _check_dict(entry: Mapping[str, Any], where: str) -> None:
+    if "error" in entry:
+        if unknown := sorted(set(entry) - _ERROR_KEYS):
+            raise ValueError(f"{where}: unknown key(s) {unknown} for an error entry; allowed: {sorted(_ERROR_KEYS)}")
+        from deerflow_nb.testing.provider_errors import PROVIDER_ERROR_KINDS
+
+        if entry["error"] not in PROVIDER_ERROR_KINDS:
+            raise ValueError(f"{where}.error must be one of {list(PROVIDER_ERROR_KINDS)}")
+        return
     unknown = sorted(set(entry) - _DICT_KEYS)
     if unknown:
         raise ValueError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(_DICT_KEYS)}")
@@ -65,8 +74,14 @@ def _to_message(entry: Any, where: str) -> AIMessage:
         return entry.model_copy(deep=True)
     if isinstance(entry, str):
         return AIMessage(content=entry)
+    if isinstance(entry, BaseException):
+        raise entry.with_traceback(None)
     if isinstance(entry, Mapping):
         _check_dict(entry, where)
+        if "error" in entry:
+            from deerflow_nb.testing.provider_errors import provider_error
+
+            raise provider_error(entry["error"], retry_after=entry.get("retry_after"), message=entry.get("message"))
         calls = [
             tool_call(name=c["name"], args=dict(c.get("args") or {}), id=c.get("id"))
             for c in entry.get("tool_calls") or []
@@ -95,6 +110,8 @@ class ScriptedChatModel(DeterministicChatModel):
 
     ``bind_tools`` returns a binding of this same model, so the cursor and
     :attr:`calls` are shared: an agent that binds tools advances the one script.
+    An exception instance (e.g. from :func:`~deerflow_nb.testing.provider_error`) or a
+    mapping ``{"error": kind, "retry_after": s}`` is raised by the call that reaches it.
     ``error_at=N`` makes the N-th call raise (without consuming an entry);
     ``latency`` sleeps per call and per streamed chunk (``asyncio.sleep`` when async).
     """
@@ -105,7 +122,9 @@ class ScriptedChatModel(DeterministicChatModel):
     @classmethod
     def _check_responses(cls, responses: list[Any]) -> list[Any]:
         for i, entry in enumerate(responses):
-            if not callable(entry):
+            if isinstance(entry, Mapping) and "error" in entry:
+                _check_dict(entry, f"responses[{i}]")
+            elif not callable(entry) and not isinstance(entry, BaseException):
                 _to_message(entry, f"responses[{i}]")  # fail at construction, naming the entry
         return responses
 

@@ -22,7 +22,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 
 from deerflow_nb.errors import SandboxError
 from deerflow_nb.sandbox.base import Sandbox, SandboxProvider
-from deerflow_nb.tools.meta import classify_exception, normalize_tool_result
+from deerflow_nb.tools.meta import TOOL_META_KEY, classify_exception, normalize_tool_result
 
 __all__ = [
     "EXPECTED_ERRORS",
@@ -103,12 +103,16 @@ def file_sha256(sandbox: Sandbox, path: str) -> str | None:
 
 @dataclass
 class Reply:
-    """What a tool body produced: the text plus optional meta and message extras."""
+    """What a tool body produced: the text plus optional meta and message extras.
+
+    ``meta`` adds fields to ``deerflow_tool_meta`` (e.g. a command's ``exit_code``).
+    """
 
     content: str
     status: Literal["success", "error"] = "success"
     error_type: str | None = None
     additional_kwargs: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 def reply(
@@ -126,7 +130,10 @@ def reply(
         name=name,
         additional_kwargs=dict(result.additional_kwargs),
     )
-    return normalize_tool_result(message, status=result.status, error_type=result.error_type, source=source)
+    message = normalize_tool_result(message, status=result.status, error_type=result.error_type, source=source)
+    if result.meta:
+        message.additional_kwargs[TOOL_META_KEY].update(result.meta)
+    return message
 
 
 def error_reply(

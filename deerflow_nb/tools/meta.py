@@ -30,6 +30,7 @@ NEXT_ACTIONS: dict[str, tuple[bool, str]] = {
     "permission": (True, "use_allowed_path"),
     "timeout": (True, "run_in_background"),
     "invalid_input": (True, "fix_arguments"),
+    "command_failed": (True, "read_output_and_fix"),
     "internal": (False, "stop"),
 }
 

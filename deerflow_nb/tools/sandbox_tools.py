@@ -80,9 +80,16 @@ def _bash(*, description: Description = "", command: str, runtime: Runtime) -> T
     def body(sandbox: Sandbox) -> Reply:
         result = sandbox.execute_command(command, env=get_secrets(runtime) or None)
         text = result.output if result.output.strip() else "(no output)"
+        meta = {"exit_code": result.exit_code}
         if result.timed_out:
-            return Reply(text, status="error", error_type="timeout")
-        return Reply(text)
+            return Reply(text, status="error", error_type="timeout", meta=meta)
+        if result.exit_code not in (0, None):
+            # a failed command is an error result; the model sees the code and decides what to do
+            note = f"[exit code {result.exit_code}]"
+            if note not in text:  # the sandboxes append it already
+                text = f"{text.rstrip()}\n{note}"
+            return Reply(text, status="error", error_type="command_failed", meta=meta)
+        return Reply(text, meta=meta)
 
     return sandbox_call("bash", runtime, body)
 
@@ -238,8 +245,18 @@ def _bash_description(timeout_s: int) -> str:
     )
 
 
-def bash_tool(timeout_s: int = 600) -> BaseTool:
-    """The ``bash`` tool; ``timeout_s`` is quoted in its description (``sandbox.bash_command_timeout``)."""
+def _bash_brief(command: str, *, runtime: Runtime) -> ToolOutput:
+    return _bash(command=command, runtime=runtime)
+
+
+def bash_tool(timeout_s: int = 600, *, brief: bool = False) -> BaseTool:
+    """The ``bash`` tool; ``timeout_s`` is quoted in its description (``sandbox.bash_command_timeout``).
+
+    ``brief=True`` (the small-model profile): a one-line description and only the ``command`` argument.
+    """
+    if brief:
+        return make_tool(_bash_brief, name="bash", description=(
+            f"Run a shell command in the sandbox (python3 with pandas; killed after {timeout_s} s)."))
     return make_tool(_bash, name="bash", description=_bash_description(timeout_s))
 
 

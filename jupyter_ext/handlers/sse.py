@@ -49,9 +49,12 @@ async def stream_run(handler: DeerFlowHandler, *, run_id: str, thread_id: str | 
         if not bridge.has(run_id):  # finished long ago: report the stored outcome
             info = await service.call(service.engine.runs.get(run_id, handler.user_id))
             if info is not None:
-                kind = "end" if info.status == "success" else "error"
-                handler.write(sse_event(kind, {"run_id": run_id, "status": info.status, "error": info.error,
-                                               "usage": info.usage}))
+                outcome = {"run_id": run_id, "status": info.status, "stop_reason": info.stop_reason,
+                           "usage": info.usage}
+                if info.status != "success":  # as streamed live: ``error``, then ``end``
+                    handler.write(sse_event("error", {**(info.error or {}), **outcome,
+                                                      "message": (info.error or {}).get("message", info.status)}))
+                handler.write(sse_event("end", {**outcome, "error": info.error}))
             return
         async for batch in service.iterate(lambda: bridge.subscribe_batches(run_id, last_event_id, heartbeat=True)):
             frames: list[str] = []

@@ -42,6 +42,7 @@ from deerflow_nb.agent.reducers import CLEAR
 from deerflow_nb.config import Paths
 from deerflow_nb.config.schema import SummarizationConfig, TitleConfig
 from deerflow_nb.context import RunContext
+from deerflow_nb.errors import ModelCallError
 from deerflow_nb.sandbox import LocalSandboxProvider
 from deerflow_nb.testing import ScriptedChatModel
 
@@ -146,20 +147,20 @@ def test_dangling_tool_calls_get_placeholders_in_request_only():
     assert len(messages) == 4
 
 
-def test_llm_error_handling_turns_exceptions_into_marked_message():
+def test_llm_error_handling_raises_a_classified_error_instead_of_answering():
     def boom(request):
         raise RuntimeError("provider is down")
 
-    result = LLMErrorHandlingMiddleware().wrap_model_call(make_request([HumanMessage("q")]), boom)
-    message = result.result[0]
-    assert message.additional_kwargs[ERROR_FLAG] is True
-    assert "provider is down" in message.content
+    with pytest.raises(ModelCallError) as caught:
+        LLMErrorHandlingMiddleware().wrap_model_call(make_request([HumanMessage("q")]), boom)
+    assert caught.value.stop_reason == "model_error" and "provider is down" in caught.value.cause
 
     async def aboom(request):
         raise ValueError("bad")
 
-    result = asyncio.run(LLMErrorHandlingMiddleware().awrap_model_call(make_request([HumanMessage("q")]), aboom))
-    assert result.result[0].additional_kwargs["deerflow_error"]["type"] == "ValueError"
+    with pytest.raises(ModelCallError) as caught:
+        asyncio.run(LLMErrorHandlingMiddleware().awrap_model_call(make_request([HumanMessage("q")]), aboom))
+    assert caught.value.detail["type"] == "ValueError"
 
 
 def test_terminal_response_retries_once_then_falls_back():

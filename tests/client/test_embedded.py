@@ -180,10 +180,12 @@ def test_run_events_replay_for_late_subscribers(make_agent):
     assert replay[-1].type == "end" and run.usage["output_tokens"] > 0
 
 
-def test_model_error_becomes_fallback_answer(make_agent):
+def test_model_error_raises_instead_of_answering(make_agent):
     agent = make_agent(model=ScriptedChatModel(responses=["never"], error_at=1))
-    text = agent.thread().chat("hi")
-    assert text.startswith("The model call failed")
+    thread = agent.thread()
+    with pytest.raises(df.ModelCallError, match="scripted model failure"):
+        thread.chat("hi")
+    assert [m.type for m in thread.messages] == ["human"]
 
 
 def test_threads_newest_first_and_isolated_by_user(make_agent):

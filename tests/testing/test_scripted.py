@@ -28,7 +28,7 @@ def aggregate(chunks: list[AIMessageChunk]) -> AIMessageChunk:
 
 
 def test_public_exports_are_pinned() -> None:
-    assert testing_pkg.__all__ == ["RecordingChatModel", "ReplayChatModel", "ScriptedChatModel"]
+    assert testing_pkg.__all__ == ["RecordingChatModel", "ReplayChatModel", "ScriptedChatModel", "provider_error"]
     assert testing_pkg.__test__ is False
 
 

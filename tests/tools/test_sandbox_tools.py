@@ -70,7 +70,10 @@ def test_bash_runs_with_secrets_visible_and_masked(call: Call, context: RunConte
 
 def test_bash_reports_empty_output_and_exit_code(call: Call) -> None:
     assert _ok(call(bash_tool(), description="d", command="true")) == "(no output)"
-    assert "[exit code 4]" in _ok(call(bash_tool(), description="d", command="exit 4"))
+    failed = call(bash_tool(), description="d", command="exit 4")
+    assert failed.status == "error" and failed.content.count("[exit code 4]") == 1
+    assert _meta(failed)["exit_code"] == 4 and _meta(failed)["error_type"] == "command_failed"
+    assert _meta(failed)["recoverable_by_model"] is True
 
 
 def test_description_is_optional_for_small_models(call: Call) -> None:
