@@ -31,6 +31,8 @@ class RunContext:
     thinking_enabled: bool = False
     plan_mode: bool = False
     subagent_enabled: bool = False
+    #: The agent profile of this run's model: ``normal`` or ``small`` (see ``deerflow_nb.agent.profile``).
+    profile: str = "normal"
     #: Request-scoped secrets (skills' ``required-secrets``); never stored.
     secrets: dict[str, str] = field(default_factory=dict, repr=False)
     #: Free-form extras for plug-ins (skills, memory, subagents).

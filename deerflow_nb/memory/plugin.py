@@ -57,6 +57,8 @@ class MemoryPlugin(AgentPlugin):
     async def finish_run(self, context: RunContext, status: str) -> None:
         """Middleware mode: queue the finished conversation for a debounced update."""
         config = self.service.config
+        if context.profile == "small" and not config.model_name:
+            return  # a small model writes no reliable free-form JSON: no memory updates from it
         if config.enabled and config.mode == "middleware" and status == "success" and context.thread_id:
             # the run's final state, as the stream delivered it (no read-back of the checkpoint)
             final = context.extra.get(FINAL_STATE_KEY)

@@ -20,11 +20,11 @@ import asyncio
 import importlib.util
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
@@ -38,6 +38,7 @@ from deerflow_nb.models.embedded_server import (
     EmbeddedModelServer,
     get_embedded_server,
 )
+from deerflow_nb.models.grammar import render_tools, tool_call_grammar
 from deerflow_nb.models.toolcall_parser import parse_tool_calls
 from deerflow_nb.models.toolcall_stream import TOOL_KWARGS, ChunkFilter, only_repeats, tool_names_from_kwargs
 from deerflow_nb.models.weights import EMBEDDED_INSTALL_HINT, ensure_weights
@@ -45,6 +46,7 @@ from deerflow_nb.models.weights import EMBEDDED_INSTALL_HINT, ensure_weights
 __all__ = [
     "DEFAULT_MODEL_NAME",
     "EMBEDDED_TOOL_PROMPT",
+    "TOOL_CALL_EXAMPLE",
     "VERBOSE_ENV",
     "EmbeddedChatModel",
     "EmbeddedModelServer",
@@ -60,13 +62,31 @@ EMBEDDED_TOOL_PROMPT = (
 )
 
 
+#: How tools are shown to the model in ``grammar`` and ``tolerant`` mode, after the one-line list.
+TOOL_CALL_EXAMPLE = (
+    "To call a tool, reply with only:\n<tool_call>\n"
+    '{"name": "table_stats", "arguments": {"path": "/mnt/user-data/uploads/data.csv"}}\n</tool_call>'
+)
+
+ToolMode = Literal["grammar", "tolerant", "native"]
+
+
 class EmbeddedChatModel(BaseChatModel):
     """LangChain chat model backed by the in-process llama.cpp server.
 
-    Tool calls written as bare, fenced or tagged JSON are turned into real tool
-    calls (only for tools bound with :meth:`bind_tools`), in ``invoke`` and in
-    streaming, where raw tool-call JSON never reaches the streamed text.
-    ``client`` injects any chat model in place of the server (for tests).
+    ``tool_mode`` says how tools reach the model and how calls come back:
+
+    - ``grammar`` (default): the tools are listed one line each in the system message and the
+      reply is constrained by a llama.cpp grammar (:mod:`.grammar`) to one well-formed call of
+      a bound tool or a plain answer; the first reply after a user message must be a call
+      (small models otherwise answer with invented numbers).
+    - ``tolerant``: the same one-line list, no grammar; calls are recovered from the text.
+    - ``native``: the tools go to the server, whose chat template renders their full schemas.
+
+    In every mode, tool calls written as bare, fenced or tagged JSON are turned into real
+    tool calls (only for bound tools; only the first call of a message, the rest is
+    dropped as invented), in ``invoke`` and in streaming, where raw tool-call JSON never
+    reaches the streamed text. ``client`` injects any chat model in place of the server.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, populate_by_name=True)
@@ -79,6 +99,10 @@ class EmbeddedChatModel(BaseChatModel):
     model_path: str | None = Field(default=None, description="A GGUF file to serve instead of the packaged.")
     base_url: str | None = Field(default=None, description="Use this OpenAI-compatible server instead.")
     tool_prompt: str | None = EMBEDDED_TOOL_PROMPT
+    tool_mode: ToolMode = "grammar"
+    agent_profile: Literal["small", "normal"] = Field(
+        default="small", description="The agent profile this model asks for (see deerflow_nb.agent.profile)."
+    )
     request_timeout: float = 900.0
     client: BaseChatModel | None = Field(default=None, exclude=True)
 
@@ -88,6 +112,11 @@ class EmbeddedChatModel(BaseChatModel):
     @property
     def _llm_type(self) -> str:
         return "deerflow-embedded"
+
+    @property
+    def deerflow_profile(self) -> str:
+        """The agent profile the engine uses with this model (``small`` unless configured)."""
+        return self.agent_profile
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
@@ -148,21 +177,46 @@ class EmbeddedChatModel(BaseChatModel):
             stream_chunk_timeout=None,
         )
 
-    def _prepare(self, messages: list[BaseMessage], names: frozenset[str]) -> list[BaseMessage]:
-        """Append the tool-use rules to the system message when tools are bound."""
-        if not names or not self.tool_prompt:
+    def _prepare(
+        self, messages: list[BaseMessage], names: frozenset[str], kwargs: dict[str, Any]
+    ) -> tuple[list[BaseMessage], dict[str, Any]]:
+        """The messages and request options for the server, by :attr:`tool_mode`.
+
+        Native mode appends the tool-use rules to the system message; the other modes replace
+        the server-side tool schemas with one line per tool and (grammar mode) a grammar.
+        """
+        if not names:
+            return messages, kwargs
+        if self.tool_mode == "native":
+            return self._with_system_text(messages, self.tool_prompt), kwargs
+        tools = list(kwargs.get("tools") or ())
+        listing = "Tools:\n" + render_tools(tools) + "\n" + TOOL_CALL_EXAMPLE
+        prepared = self._with_system_text(messages, listing)
+        request = _without_tools(kwargs)
+        if self.tool_mode == "grammar":
+            grammar = tool_call_grammar(tools)
+            if not _after_tool_result(messages):  # act first: a tool call, not an invented answer
+                grammar = grammar.replace("root ::= answer | call", "root ::= call", 1)
+            extra = dict(request.get("extra_body") or {})
+            extra["grammar"] = grammar
+            request["extra_body"] = extra
+        return prepared, request
+
+    def _with_system_text(self, messages: list[BaseMessage], text: str | None) -> list[BaseMessage]:
+        """``messages`` with ``text`` appended to the system message (or as one), once."""
+        if not text:
             return messages
         if messages and isinstance(messages[0], SystemMessage):
             first = messages[0]
             content = first.content
-            if self.tool_prompt in first.text:  # the agent's prompt builder already added it
+            if text in first.text:  # the agent's prompt builder already added it
                 return messages
             if isinstance(content, str):
-                merged: Any = f"{content}\n\n{self.tool_prompt}" if content else self.tool_prompt
+                merged: Any = f"{content}\n\n{text}" if content else text
             else:
-                merged = [*content, {"type": "text", "text": "\n\n" + self.tool_prompt}]
+                merged = [*content, {"type": "text", "text": "\n\n" + text}]
             return [first.model_copy(update={"content": merged}), *messages[1:]]
-        return [SystemMessage(content=self.tool_prompt), *messages]
+        return [SystemMessage(content=text), *messages]
 
     def _fix_result(
         self, result: ChatResult, names: frozenset[str], messages: list[BaseMessage]
@@ -174,7 +228,7 @@ class EmbeddedChatModel(BaseChatModel):
             message = generation.message
             if names and isinstance(message, AIMessage) and isinstance(message.content, str):
                 text, calls = parse_tool_calls(message.content, names)
-                all_calls = [*message.tool_calls, *calls]
+                all_calls = [*message.tool_calls, *calls][:1]  # later calls are invented continuations
                 if only_repeats(all_calls, messages):
                     # Keep any text answer and drop the repeated calls; with no text, ask again.
                     retry = not text.strip()
@@ -191,7 +245,7 @@ class EmbeddedChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         names = tool_names_from_kwargs(kwargs)
-        prepared = self._prepare(messages, names)
+        prepared, kwargs = self._prepare(messages, names, kwargs)
         inner = self.ensure_started()
         # The inner model runs without callbacks: this model reports the (filtered) run itself.
         result, retry = self._fix_result(inner._generate(prepared, stop=stop, **kwargs), names, messages)
@@ -207,7 +261,7 @@ class EmbeddedChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         names = tool_names_from_kwargs(kwargs)
-        prepared = self._prepare(messages, names)
+        prepared, kwargs = self._prepare(messages, names, kwargs)
         inner = await self._ainner()
         first = await inner._agenerate(prepared, stop=stop, **kwargs)
         result, retry = self._fix_result(first, names, messages)
@@ -223,9 +277,9 @@ class EmbeddedChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         names = tool_names_from_kwargs(kwargs)
-        prepared = self._prepare(messages, names)
+        prepared, kwargs = self._prepare(messages, names, kwargs)
         inner = self.ensure_started()
-        flt = ChunkFilter(names)
+        flt = ChunkFilter(names, first_only=True)
         for chunk in inner._stream(prepared, stop=stop, **kwargs):
             if (out := flt.process(chunk)) is not None:
                 yield _reported(out, run_manager)
@@ -247,9 +301,9 @@ class EmbeddedChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
         names = tool_names_from_kwargs(kwargs)
-        prepared = self._prepare(messages, names)
+        prepared, kwargs = self._prepare(messages, names, kwargs)
         inner = await self._ainner()
-        flt = ChunkFilter(names)
+        flt = ChunkFilter(names, first_only=True)
         async for chunk in inner._astream(prepared, stop=stop, **kwargs):
             if (out := flt.process(chunk)) is not None:
                 yield await _areported(out, run_manager)
@@ -265,7 +319,24 @@ class EmbeddedChatModel(BaseChatModel):
 
 
 def _without_tools(kwargs: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in kwargs.items() if key not in TOOL_KWARGS}
+    """The request options with the tools, and any tool-call grammar, removed."""
+    out = {key: value for key, value in kwargs.items() if key not in TOOL_KWARGS}
+    extra = out.get("extra_body")
+    if isinstance(extra, dict) and "grammar" in extra:
+        out["extra_body"] = {k: v for k, v in extra.items() if k != "grammar"} or None
+        if out["extra_body"] is None:
+            del out["extra_body"]
+    return out
+
+
+def _after_tool_result(messages: Sequence[BaseMessage]) -> bool:
+    """Whether a tool result arrived since the last user message (the model may answer now)."""
+    for message in reversed(messages):
+        if isinstance(message, ToolMessage):
+            return True
+        if isinstance(message, HumanMessage):
+            return False
+    return False
 
 
 def _reported(chunk: ChatGenerationChunk, run_manager: CallbackManagerForLLMRun | None) -> ChatGenerationChunk:

@@ -28,6 +28,10 @@ __all__ = ["ToolCallStreamParser", "calls_from_json_text", "parse_tool_calls"]
 
 _OPEN_TAG = "<tool_call>"
 _CLOSE_TAG = "</tool_call>"
+#: Wrappers small models write instead of <tool_call> (read as if they were <tool_call>).
+_STRAY_TAGS = {"<tools>": "</tools>", "<tool>": "</tool>", "<function_call>": "</function_call>",
+               "<toolcall>": "</toolcall>"}
+_TAGS = ((_OPEN_TAG, _CLOSE_TAG), *_STRAY_TAGS.items())
 _FENCE = "```"
 _JSON_FENCE_TAGS = frozenset({"", "json", "json5", "jsonc", "tool_call", "tool_code", "tool"})
 _ARG_KEYS = ("arguments", "parameters", "args", "input")
@@ -66,7 +70,7 @@ def _one_call(obj: Any, names: Collection[str]) -> dict[str, Any] | None:
 
 def _decode_all(text: str) -> list[Any] | None:
     """Decode one or more JSON values separated by whitespace or commas; ``None`` if any is invalid."""
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)  # small models write code with literal newlines in strings
     values: list[Any] = []
     pos = 0
     while True:
@@ -138,9 +142,11 @@ class ToolCallStreamParser:
     no stray blank lines. After :meth:`finish`, :attr:`tool_calls` holds the calls.
     """
 
-    def __init__(self, tool_names: Collection[str]) -> None:
+    def __init__(self, tool_names: Collection[str], *, first_only: bool = False) -> None:
         self.tool_names = frozenset(tool_names)
         self.tool_calls: list[dict[str, Any]] = []
+        #: keep only the first call; whatever follows it (more calls, an invented answer) is dropped
+        self.first_only = first_only
         self._buf = ""
         self._line_start = True
         self._foreign_fence = False  # inside ```python etc.: pass through, do not look inside
@@ -168,6 +174,9 @@ class ToolCallStreamParser:
     def _drain(self, *, final: bool) -> str:
         out: list[str] = []
         while self._buf:
+            if self.first_only and self.tool_calls:
+                self._buf = ""  # an invented continuation of the first call
+                break
             step = self._step(final)
             if step is None:  # undecided: wait for more text
                 break
@@ -186,7 +195,7 @@ class ToolCallStreamParser:
         segment = self._take(end)
         if calls is None:
             return segment
-        self.tool_calls.extend(calls)
+        self.tool_calls.extend(calls[:1] if self.first_only else calls)
         return ""
 
     def _step(self, final: bool) -> str | None:
@@ -205,14 +214,15 @@ class ToolCallStreamParser:
 
     def _step_plain(self, final: bool) -> str | None:
         buf = self._buf
-        if buf.startswith(_OPEN_TAG):
-            close = buf.find(_CLOSE_TAG)
-            if close >= 0:
-                return self._candidate(close + len(_CLOSE_TAG), buf[len(_OPEN_TAG) : close])
-            if not final:
-                return None
-            return self._candidate(len(buf), buf[len(_OPEN_TAG) :])  # model forgot the closing tag
-        if _OPEN_TAG.startswith(buf) and not final:
+        for open_tag, close_tag in _TAGS:
+            if buf.startswith(open_tag):
+                close = buf.find(close_tag)
+                if close >= 0:
+                    return self._candidate(close + len(close_tag), buf[len(open_tag) : close])
+                if not final:
+                    return None
+                return self._candidate(len(buf), buf[len(open_tag) :])  # model forgot the closing tag
+        if not final and any(open_tag.startswith(buf) for open_tag, _ in _TAGS):
             return None  # could still become "<tool_call>"
         # Plain text runs to the end of the line or the next "<", whichever comes first.
         stop = len(buf)

@@ -72,9 +72,10 @@ class ChunkFilter:
     """Turn the inner model's chunks into filtered ones; call :meth:`finish` once at the end."""
 
     def __init__(
-        self, tool_names: frozenset[str], *, message_id: str | None = None, keep_metadata: bool = True
+        self, tool_names: frozenset[str], *, message_id: str | None = None, keep_metadata: bool = True,
+        first_only: bool = False,
     ) -> None:
-        self._parser = ToolCallStreamParser(tool_names) if tool_names else None
+        self._parser = ToolCallStreamParser(tool_names, first_only=first_only) if tool_names else None
         self._next_index = 0  # first index free for recovered calls, after any native ones
         self._message_id = message_id
         # A retry continues a message whose metadata was already sent; string fields such as

@@ -58,9 +58,9 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-def _model(*replies: str) -> tuple[EmbeddedChatModel, ScriptClient]:
+def _model(*replies: str, tool_mode: str = "native") -> tuple[EmbeddedChatModel, ScriptClient]:
     client = ScriptClient(replies=list(replies))
-    return EmbeddedChatModel(client=client), client
+    return EmbeddedChatModel(client=client, tool_mode=tool_mode), client
 
 
 def _stream_all(runnable: Any, messages: Any) -> tuple[list[AIMessageChunk], AIMessageChunk]:
