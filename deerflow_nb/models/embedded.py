@@ -42,6 +42,7 @@ from deerflow_nb.models.grammar import render_tools, tool_call_grammar
 from deerflow_nb.models.toolcall_parser import parse_tool_calls
 from deerflow_nb.models.toolcall_stream import TOOL_KWARGS, ChunkFilter, only_repeats, tool_names_from_kwargs
 from deerflow_nb.models.weights import EMBEDDED_INSTALL_HINT, ensure_weights
+from deerflow_nb.runtime.progress import MODEL_PROGRESS
 
 __all__ = [
     "DEFAULT_MODEL_NAME",
@@ -108,6 +109,7 @@ class EmbeddedChatModel(BaseChatModel):
 
     _inner: BaseChatModel | None = PrivateAttr(default=None)
     _inner_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _server: EmbeddedModelServer | None = PrivateAttr(default=None)
 
     @property
     def _llm_type(self) -> str:
@@ -162,7 +164,8 @@ class EmbeddedChatModel(BaseChatModel):
             ) from None
         url = self.base_url
         if url is None:
-            url = get_embedded_server(self.model_path, n_ctx=self.n_ctx, n_threads=self.n_threads).start()
+            self._server = get_embedded_server(self.model_path, n_ctx=self.n_ctx, n_threads=self.n_threads)
+            url = self._server.start()
         return ChatOpenAI(
             base_url=url.rstrip("/") + "/v1",
             api_key="embedded",  # type: ignore[arg-type]  # the local server checks no key
@@ -218,6 +221,20 @@ class EmbeddedChatModel(BaseChatModel):
             return [first.model_copy(update={"content": merged}), *messages[1:]]
         return [SystemMessage(content=text), *messages]
 
+    def _snapshots(self) -> Any:
+        server = self._server
+        return server.snapshots if server is not None else None
+
+    def _before_request(self, prepared: list[BaseMessage]) -> None:
+        """(Blocking) before this process's first request: restore the prefix snapshot, if any."""
+        if (snapshots := self._snapshots()) is not None and prepared and isinstance(prepared[0], SystemMessage):
+            snapshots.restore(prepared[0].text)
+
+    def _after_request(self, prepared: list[BaseMessage]) -> None:
+        """(Blocking) after a request: snapshot the prefix once per machine (see :mod:`.prefix_cache`)."""
+        if (snapshots := self._snapshots()) is not None and prepared and isinstance(prepared[0], SystemMessage):
+            snapshots.save(prepared[0].text)
+
     def _fix_result(
         self, result: ChatResult, names: frozenset[str], messages: list[BaseMessage]
     ) -> tuple[ChatResult, bool]:
@@ -247,8 +264,10 @@ class EmbeddedChatModel(BaseChatModel):
         names = tool_names_from_kwargs(kwargs)
         prepared, kwargs = self._prepare(messages, names, kwargs)
         inner = self.ensure_started()
+        self._before_request(prepared)
         # The inner model runs without callbacks: this model reports the (filtered) run itself.
         result, retry = self._fix_result(inner._generate(prepared, stop=stop, **kwargs), names, messages)
+        self._after_request(prepared)
         if retry:
             return inner._generate(prepared, stop=stop, **_without_tools(kwargs))
         return result
@@ -263,7 +282,11 @@ class EmbeddedChatModel(BaseChatModel):
         names = tool_names_from_kwargs(kwargs)
         prepared, kwargs = self._prepare(messages, names, kwargs)
         inner = await self._ainner()
+        if self._snapshots() is not None:
+            await asyncio.to_thread(self._before_request, prepared)
         first = await inner._agenerate(prepared, stop=stop, **kwargs)
+        if self._snapshots() is not None:
+            await asyncio.to_thread(self._after_request, prepared)
         result, retry = self._fix_result(first, names, messages)
         if retry:
             return await inner._agenerate(prepared, stop=stop, **_without_tools(kwargs))
@@ -279,10 +302,14 @@ class EmbeddedChatModel(BaseChatModel):
         names = tool_names_from_kwargs(kwargs)
         prepared, kwargs = self._prepare(messages, names, kwargs)
         inner = self.ensure_started()
+        self._before_request(prepared)
         flt = ChunkFilter(names, first_only=True)
+        report = _progress_reporter()
         for chunk in inner._stream(prepared, stop=stop, **kwargs):
+            report(chunk)
             if (out := flt.process(chunk)) is not None:
                 yield _reported(out, run_manager)
+        self._after_request(prepared)
         tail = flt.finish()
         repeated = not flt.native_calls and only_repeats(flt.recovered_calls, messages)
         if repeated and not (flt.shown_text or tail.strip()):
@@ -303,10 +330,16 @@ class EmbeddedChatModel(BaseChatModel):
         names = tool_names_from_kwargs(kwargs)
         prepared, kwargs = self._prepare(messages, names, kwargs)
         inner = await self._ainner()
+        if self._snapshots() is not None:
+            await asyncio.to_thread(self._before_request, prepared)
         flt = ChunkFilter(names, first_only=True)
+        report = _progress_reporter()
         async for chunk in inner._astream(prepared, stop=stop, **kwargs):
+            report(chunk)
             if (out := flt.process(chunk)) is not None:
                 yield await _areported(out, run_manager)
+        if self._snapshots() is not None:
+            await asyncio.to_thread(self._after_request, prepared)
         tail = flt.finish()
         repeated = not flt.native_calls and only_repeats(flt.recovered_calls, messages)
         if repeated and not (flt.shown_text or tail.strip()):
@@ -316,6 +349,32 @@ class EmbeddedChatModel(BaseChatModel):
                     yield await _areported(out, run_manager)
             tail = flt.finish()
         yield await _areported(flt.last_chunk(tail, with_calls=not repeated), run_manager)
+
+
+def _progress_reporter(every: int = 8) -> Any:
+    """A per-chunk callback writing ``model_progress`` custom events (first token, then every ``every``).
+
+    Tool-call text is held back from the stream, so without these a consumer could not tell a
+    model that reads its prompt from one that writes a call. Outside a graph it does nothing.
+    """
+    try:
+        from langgraph.config import get_stream_writer
+
+        writer = get_stream_writer()
+    except Exception:  # not inside a LangGraph run
+        return lambda chunk: None
+    count = 0
+
+    def report(chunk: ChatGenerationChunk) -> None:
+        nonlocal count
+        message = chunk.message
+        if not (message.content or getattr(message, "tool_call_chunks", None)):
+            return
+        count += 1
+        if count == 1 or count % every == 0:
+            writer({"type": MODEL_PROGRESS, "tokens": count})
+
+    return report
 
 
 def _without_tools(kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -14,12 +14,51 @@ from pathlib import Path
 from typing import Any
 
 from deerflow_nb.errors import NoModelConfiguredError
-from deerflow_nb.models.weights import EMBEDDED_INSTALL_HINT, EmbeddedModelError, ensure_weights
+from deerflow_nb.models.prefix_cache import PrefixSnapshots
+from deerflow_nb.models.weights import (
+    DEFAULT_WEIGHTS,
+    EMBEDDED_INSTALL_HINT,
+    EmbeddedModelError,
+    default_cache_dir,
+    ensure_weights,
+)
 
-__all__ = ["DEFAULT_MODEL_NAME", "VERBOSE_ENV", "EmbeddedModelServer", "get_embedded_server"]
+__all__ = [
+    "DEFAULT_MODEL_NAME",
+    "GENERATION_THREADS_ENV",
+    "VERBOSE_ENV",
+    "EmbeddedModelServer",
+    "generation_threads",
+    "get_embedded_server",
+]
 
 DEFAULT_MODEL_NAME = "qwen2.5-coder-1.5b-instruct"
 VERBOSE_ENV = "DEER_FLOW_EMBEDDED_VERBOSE"  # "1": let llama.cpp log to stderr (it is silent by default)
+
+
+GENERATION_THREADS_ENV = "DEER_FLOW_EMBEDDED_THREADS"  # generation threads (default: see generation_threads)
+
+
+def generation_threads() -> int:
+    """Threads for token generation: ``$DEER_FLOW_EMBEDDED_THREADS``, else chosen by the machine's load.
+
+    Measured on a 2-core machine (``benchmarks/embedded_threads.py``): on an idle machine 2
+    generation threads were 1.8x faster than 1; with another process busy on one core, 1 thread
+    was 3.9x faster than 2 (ggml's thread barriers starve). So every CPU is used when the
+    1-minute load average is below half a core at start, and one less otherwise. Prompt
+    reading (batch) always uses every CPU: it is compute-bound and short.
+    """
+    if value := os.environ.get(GENERATION_THREADS_ENV, "").strip():
+        try:
+            return max(1, int(value))
+        except ValueError:
+            raise EmbeddedModelError(f"{GENERATION_THREADS_ENV} must be a whole number, got {value!r}") from None
+    cpus = _cpu_threads()
+    try:
+        busy = os.getloadavg()[0] >= 0.5
+    except OSError:  # not available on this platform
+        busy = False
+    return max(1, cpus - 1) if busy and cpus > 1 else cpus
 
 
 def _cpu_threads() -> int:
@@ -37,10 +76,14 @@ class EmbeddedModelServer:
     Use :func:`get_embedded_server` for the per-process shared instance.
     """
 
-    def __init__(self, model_path: str | os.PathLike[str], *, n_ctx: int = 8192, n_threads: int | None = None) -> None:
+    def __init__(self, model_path: str | os.PathLike[str], *, n_ctx: int = 8192, n_threads: int | None = None,
+                 n_threads_batch: int | None = None, snapshot_dir: str | os.PathLike[str] | None = None) -> None:
         self.model_path = Path(model_path)
         self.n_ctx = n_ctx
-        self.n_threads = n_threads or _cpu_threads()
+        self.n_threads = n_threads or generation_threads()
+        self.n_threads_batch = n_threads_batch or _cpu_threads()
+        self.snapshot_dir = Path(snapshot_dir) if snapshot_dir is not None else default_cache_dir() / "prefix-snapshots"
+        self.snapshots: PrefixSnapshots | None = None
         self._server: Any = None
         self._url: str | None = None
         self._lock = threading.Lock()
@@ -71,7 +114,9 @@ class EmbeddedModelServer:
             params.n_ctx = self.n_ctx
             params.n_parallel = 1  # one slot keeps the whole context for the agent's conversation
             params.cpuparams.n_threads = self.n_threads
-            params.cpuparams_batch.n_threads = self.n_threads
+            params.cpuparams_batch.n_threads = self.n_threads_batch
+            self.snapshot_dir.mkdir(parents=True, exist_ok=True)
+            params.slot_save_path = str(self.snapshot_dir) + "/"  # joined to file names without a separator
             params.ui = False
             params.verbosity = 3 if os.environ.get(VERBOSE_ENV, "") not in ("", "0") else 0
             try:
@@ -82,7 +127,19 @@ class EmbeddedModelServer:
                     f"Set {VERBOSE_ENV}=1 to see its log."
                 ) from exc
             self._url = str(self._server.listening_address).rstrip("/")
+            self.snapshots = PrefixSnapshots(self._url, self.snapshot_dir, weights_id=self._weights_id(),
+                                             n_ctx=self.n_ctx)
             return self._url
+
+    def _weights_id(self) -> str:
+        """The verified digest of the packaged weights, else the file's path, size and mtime."""
+        if self.model_path.name == DEFAULT_WEIGHTS.filename:
+            return DEFAULT_WEIGHTS.sha256
+        try:
+            stat = self.model_path.stat()
+        except OSError:
+            return str(self.model_path)
+        return f"{self.model_path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
 
     def stop(self) -> None:
         """Stop serving and free the model; a later :meth:`start` loads it again."""
@@ -90,6 +147,7 @@ class EmbeddedModelServer:
             # Dropping the last reference runs the native destructor, which joins the server threads.
             self._server = None
             self._url = None
+            self.snapshots = None
 
     @property
     def running(self) -> bool:

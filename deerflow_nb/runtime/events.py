@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 __all__ = ["EVENT_TYPES", "StreamEvent"]
 
-EventType = Literal["values", "messages-tuple", "custom", "end", "error"]
-EVENT_TYPES: tuple[str, ...] = ("values", "messages-tuple", "custom", "end", "error")
+EventType = Literal["values", "messages-tuple", "custom", "end", "error", "progress"]
+EVENT_TYPES: tuple[str, ...] = ("values", "messages-tuple", "custom", "end", "error", "progress")
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,8 @@ class StreamEvent:
     - ``custom``: events emitted by tools and middlewares (``type`` names them).
     - ``end``: the run finished; carries ``usage`` counted once per message id.
     - ``error``: the run failed; carries ``message`` and ``type``.
+    - ``progress``: what the run is doing now (phase, elapsed seconds, tokens so far); sent at
+      once and while the stream is quiet, never journaled (see :mod:`.progress`).
     """
 
     type: EventType

@@ -114,7 +114,12 @@ function render({ model, el }) {
   const drawHeader = () => {
     title.textContent = model.get("title") || "DeerFlow";
     const s = model.get("status") || "idle";
-    status.textContent = s;
+    const p = model.get("progress") || {};
+    // while running, say what the run is doing: phase, seconds, tokens so far
+    status.textContent = s === "running" && p.label
+      ? `running · ${p.label}${p.tool ? ` (${p.tool})` : ""} · ${Math.round(p.elapsed || 0)} s` +
+        (p.tokens ? ` · ${p.tokens} tokens` : "")
+      : s;
     status.className = `dfw-status dfw-status-${s}`;
     const u = model.get("usage") || {};
     usage.textContent = u.total_tokens ? `${u.total_tokens} tokens (${u.input_tokens || 0} in / ${u.output_tokens || 0} out)` : "";
@@ -137,6 +142,7 @@ function render({ model, el }) {
   model.on("change:items", drawItems);
   model.on("change:title", drawHeader);
   model.on("change:usage", drawHeader);
+  model.on("change:progress", drawHeader);
   model.on("change:status", () => { drawHeader(); drawItems(); });
   model.on("change:todos", drawTodos);
   model.on("change:files", drawFiles);

@@ -52,6 +52,8 @@ class ChatWidget(DeerFlowWidget):
     todos: List[Any] = List().tag(sync=True)
     usage = Dict().tag(sync=True)
     files: List[Any] = List(help="previews of presented files").tag(sync=True)
+    progress = Dict(help="the running run's latest progress event (phase, label, elapsed, tokens, tool)").tag(
+        sync=True)
 
     def __init__(self, thread: Any, *, message: str | None = None, run: Any = None, history: bool = True,
                  options: Mapping[str, Any] | None = None, rate: float = DEFAULT_RATE,
@@ -233,6 +235,9 @@ class ChatWidget(DeerFlowWidget):
         status = "idle"
         try:
             async for event in run.aevents():
+                if event.type == "progress":  # shown in the header, not part of the transcript
+                    self.progress = dict(event.data or {})
+                    continue
                 self._transcript.apply(event)
                 if event.type == "error":
                     status = "stopped" if (event.data or {}).get("type") == "Cancelled" else "error"
@@ -246,6 +251,7 @@ class ChatWidget(DeerFlowWidget):
             status = "waiting"
         self.files = await asyncio.to_thread(self._previews, list(self._transcript.artifacts))
         self._push()
+        self.progress = {}
         self.status = status
 
     def _on_front_end_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:

@@ -232,8 +232,12 @@ def _fake_xllamacpp(monkeypatch: pytest.MonkeyPatch, *, fail: bool = False) -> l
 
 def test_server_binds_loopback_on_a_free_port_offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     started = _fake_xllamacpp(monkeypatch)
-    server = embedded_server.EmbeddedModelServer(tmp_path / "m.gguf", n_ctx=4096, n_threads=2)
+    server = embedded_server.EmbeddedModelServer(tmp_path / "m.gguf", n_ctx=4096, n_threads=2,
+                                                 snapshot_dir=tmp_path / "snaps")
     assert server.start() == "http://127.0.0.1:43210"
+    # llama.cpp joins slot_save_path to file names without a separator
+    assert started[0].slot_save_path == str(tmp_path / "snaps") + "/"
+    assert server.snapshots is not None and server.snapshots.directory == tmp_path / "snaps"
     assert server.start() == server.url  # idempotent: one native server
     assert len(started) == 1
     params = started[0]
