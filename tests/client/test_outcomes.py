@@ -218,3 +218,26 @@ def test_non_interactive_runs_have_no_ask_clarification(make_agent):
     thread.chat("go again")
     assert "ask_clarification" in model.offered[-1]
     assert "state the assumptions" not in model.calls[-1][0].content
+
+
+class _InterruptingModel(ScriptedChatModel):
+    """Sends the main thread a KeyboardInterrupt (as Ctrl-C would) while the model is busy, then stalls."""
+
+    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
+        import signal
+        import threading
+
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)  # a real signal wakes the waiting call
+        await asyncio.Event().wait()
+
+
+def test_keyboard_interrupt_while_waiting_on_chat_cancels_the_run(make_agent):
+    agent = make_agent(model=_InterruptingModel(responses=[]))
+    thread = agent.thread()
+    with pytest.raises(KeyboardInterrupt):
+        thread.chat("long job")
+    runs = agent._loop.run(agent._engine.runs.list_by_thread(thread.id, "default"))
+    assert [(r.status, r.stop_reason) for r in runs] == [("interrupted", "cancelled")]
+    assert thread.messages[-1].additional_kwargs["deerflow_interrupted"] is True
+    # the thread is free again
+    assert agent._engine.runs.active_run(thread.id) is None
