@@ -13,7 +13,7 @@ from deerflow_nb.agent.reducers import (
     merge_viewed_images,
 )
 
-__all__ = ["ThreadState"]
+__all__ = ["STATE_DEFAULTS", "ThreadState", "with_state_defaults"]
 
 
 class ThreadState(AgentState[Any]):
@@ -43,3 +43,12 @@ class ThreadState(AgentState[Any]):
     delegations: NotRequired[Annotated[list[dict[str, Any]], merge_delegations]]
     skill_context: NotRequired[Annotated[list[dict[str, Any]], merge_skill_context]]
     summary_text: NotRequired[str | None]
+
+
+#: What a client's ``thread.state`` holds for a channel no step has written yet.
+STATE_DEFAULTS: dict[str, Any] = {"messages": [], "title": None, "artifacts": [], "todos": [], "uploaded_files": []}
+
+
+def with_state_defaults(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with the documented channels present (``thread.state["artifacts"]`` is ``[]``, not a KeyError)."""
+    return {**{key: (list(v) if isinstance(v, list) else v) for key, v in STATE_DEFAULTS.items()}, **values}

@@ -144,6 +144,10 @@ class BackgroundLoop:
                 asyncio.run_coroutine_threadsafe(cleanup(), loop).result(timeout)  # type: ignore[arg-type]
             except Exception:  # shutting down: best effort
                 pass
+        try:  # what cleanup left (a debounced memory update past its flush bound) is dropped, quietly
+            asyncio.run_coroutine_threadsafe(_cancel_pending(), loop).result(timeout)
+        except Exception:
+            pass
         loop.call_soon_threadsafe(loop.stop)
         if thread is not None:
             thread.join(timeout)
@@ -157,6 +161,15 @@ async def _tracked(coro: Coroutine[Any, Any, T], tasks: list[asyncio.Task[Any]])
     if task is not None:
         tasks.append(task)
     return await coro
+
+
+async def _cancel_pending() -> None:
+    """Cancel every other task on this loop and let each finish (no "Task was destroyed" at exit)."""
+    others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in others:
+        task.cancel()
+    if others:
+        await asyncio.wait(others, timeout=5)
 
 
 async def _cancel_and_wait(task: asyncio.Task[Any]) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from deerflow_nb.agent.state import with_state_defaults
 from deerflow_nb.client.loop import BackgroundLoop
 from deerflow_nb.client.mixins.thread_ui import ThreadUiMixin
 from deerflow_nb.client.run import failure_of
@@ -427,7 +428,7 @@ class RemoteThread(ThreadUiMixin):
         values = dict(data.get("values") or {})
         if "messages" in values:
             values["messages"] = [message_from_dict(m) for m in values["messages"]]
-        return values
+        return with_state_defaults(values)
 
     @property
     def state(self) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from deerflow_nb.agent.human_input import summarize_form_answer, validate_form_answer
+from deerflow_nb.agent.state import with_state_defaults
 from deerflow_nb.client.mixins.thread_files import ThreadFilesMixin
 from deerflow_nb.client.mixins.thread_ui import ThreadUiMixin
 from deerflow_nb.client.run import Run
@@ -178,11 +179,11 @@ class Thread(ThreadFilesMixin, ThreadUiMixin):
     @property
     def state(self) -> dict[str, Any]:
         """Current state values: messages, title, artifacts, todos, ..."""
-        return self._loop.run(self._engine.get_state(self.id), method="Thread.state")
+        return with_state_defaults(self._loop.run(self._engine.get_state(self.id), method="Thread.state"))
 
     async def aget_state(self) -> dict[str, Any]:
         """Async twin of :attr:`state`."""
-        return await self._loop.arun(self._engine.get_state(self.id))
+        return with_state_defaults(await self._loop.arun(self._engine.get_state(self.id)))
 
     @property
     def messages(self) -> list[BaseMessage]:

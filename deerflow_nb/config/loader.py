@@ -98,6 +98,9 @@ def resolve_env_values(data: Any, *, source: str = "config", _loc: tuple[Any, ..
     return data
 
 
+_WARNED_OLD: set[str] = set()
+
+
 def _parse(text: str, source: str) -> AppConfig:
     try:
         raw = yaml.safe_load(text)
@@ -115,7 +118,10 @@ def _parse(text: str, source: str) -> AppConfig:
         key = format_loc(first["loc"])
         details = "; ".join(f"{format_loc(e['loc'])}: {e['msg']}" for e in exc.errors()[:5])
         raise ConfigError(f"{source}: invalid config at {key}: {details}", key=key, path=source) from exc
-    if config.config_version < CURRENT_CONFIG_VERSION:
+    # Only a file that states an older version is warned about, once: a file without the key is
+    # read as current (the docs' examples leave it out), and the loader re-reads changed files.
+    if "config_version" in raw and config.config_version < CURRENT_CONFIG_VERSION and source not in _WARNED_OLD:
+        _WARNED_OLD.add(source)
         logger.warning(
             "%s has config_version %s, older than the example's %s; compare it with config.example.yaml",
             source,

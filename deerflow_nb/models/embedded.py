@@ -104,6 +104,7 @@ class EmbeddedChatModel(BaseChatModel):
     agent_profile: Literal["small", "normal"] = Field(
         default="small", description="The agent profile this model asks for (see deerflow_nb.agent.profile)."
     )
+    snapshot_dir: str | None = Field(default=None, description="Prefix snapshot folder (default: the model cache).")
     request_timeout: float = 900.0
     client: BaseChatModel | None = Field(default=None, exclude=True)
 
@@ -164,7 +165,8 @@ class EmbeddedChatModel(BaseChatModel):
             ) from None
         url = self.base_url
         if url is None:
-            self._server = get_embedded_server(self.model_path, n_ctx=self.n_ctx, n_threads=self.n_threads)
+            self._server = get_embedded_server(self.model_path, n_ctx=self.n_ctx, n_threads=self.n_threads,
+                                               snapshot_dir=self.snapshot_dir)
             url = self._server.start()
         return ChatOpenAI(
             base_url=url.rstrip("/") + "/v1",

@@ -155,23 +155,25 @@ class EmbeddedModelServer:
         return self._url is not None
 
 
-_servers: dict[tuple[str, int, int | None], EmbeddedModelServer] = {}
+_servers: dict[tuple[str, int, int | None, str | None], EmbeddedModelServer] = {}
 _servers_lock = threading.Lock()
 
 
 def get_embedded_server(
-    model_path: str | os.PathLike[str] | None = None, *, n_ctx: int = 8192, n_threads: int | None = None
+    model_path: str | os.PathLike[str] | None = None, *, n_ctx: int = 8192, n_threads: int | None = None,
+    snapshot_dir: str | os.PathLike[str] | None = None,
 ) -> EmbeddedModelServer:
     """The process-wide server for these settings (not started yet if new); stopped at exit.
 
     ``model_path=None`` means the packaged weights, joined and verified on first use.
     """
     path = Path(model_path) if model_path is not None else ensure_weights()
-    key = (str(path), n_ctx, n_threads)
+    key = (str(path), n_ctx, n_threads, str(snapshot_dir) if snapshot_dir is not None else None)
     with _servers_lock:
         server = _servers.get(key)
         if server is None:
-            server = _servers[key] = EmbeddedModelServer(path, n_ctx=n_ctx, n_threads=n_threads)
+            server = _servers[key] = EmbeddedModelServer(path, n_ctx=n_ctx, n_threads=n_threads,
+                                                         snapshot_dir=snapshot_dir)
         return server
 
 

@@ -82,14 +82,16 @@ _join_lock = threading.Lock()
 
 
 def default_cache_dir() -> Path:
-    """Folder for joined weights.
+    """Folder for joined weights (and prefix snapshots): one per machine user, shared by every home.
 
-    ``$DEER_FLOW_MODEL_CACHE``, else ``$DEER_FLOW_HOME/models``, else ``~/.cache/deerflow-nb/models``.
+    ``$DEER_FLOW_MODEL_CACHE``, else ``$XDG_CACHE_HOME/deerflow-nb/models``, else
+    ``~/.cache/deerflow-nb/models``. ``DEER_FLOW_HOME`` does not move it: each home would
+    otherwise hold its own 1.1 GB copy.
     """
     if override := os.environ.get(CACHE_ENV):
         return Path(override).expanduser()
-    if home := os.environ.get("DEER_FLOW_HOME"):
-        return Path(home).expanduser() / "models"
+    if xdg := os.environ.get("XDG_CACHE_HOME"):
+        return Path(xdg).expanduser() / "deerflow-nb" / "models"
     return Path.home() / ".cache" / "deerflow-nb" / "models"
 
 

@@ -95,12 +95,20 @@ def test_invalid_yaml_and_non_mapping(tmp_path):
         load_config(write(tmp_path / "b.yaml", "- 1\n- 2\n"))
 
 
-def test_old_version_warns_naming_both(tmp_path, caplog):
-    path = write(tmp_path / "old.yaml", "log_level: info\n")
+def test_old_version_warns_naming_both_once(tmp_path, caplog):
+    path = write(tmp_path / "old.yaml", "config_version: 0\nlog_level: info\n")
     with caplog.at_level(logging.WARNING):
         config = load_config(path)
+        load_config(path)
     assert config.config_version == 0
-    assert f"config_version 0, older than the example's {CURRENT_CONFIG_VERSION}" in caplog.text
+    assert caplog.text.count(f"config_version 0, older than the example's {CURRENT_CONFIG_VERSION}") == 1
+
+
+def test_file_without_a_version_is_read_as_current_without_warning(tmp_path, caplog):
+    path = write(tmp_path / "plain.yaml", "log_level: info\n")
+    with caplog.at_level(logging.WARNING):
+        load_config(path)
+    assert "older than" not in caplog.text
 
 
 def test_example_file_is_valid_and_current():

@@ -150,10 +150,13 @@ def test_bad_cached_file_without_parts_is_deleted(tmp_path: Path) -> None:
 def test_cache_dir_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("DEER_FLOW_MODEL_CACHE", raising=False)
     monkeypatch.delenv("DEER_FLOW_HOME", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert default_cache_dir() == tmp_path / "home" / ".cache" / "deerflow-nb" / "models"
-    monkeypatch.setenv("DEER_FLOW_HOME", str(tmp_path / "df"))
-    assert default_cache_dir() == tmp_path / "df" / "models"
+    monkeypatch.setenv("DEER_FLOW_HOME", str(tmp_path / "df"))  # one cache per machine, not per home
+    assert default_cache_dir() == tmp_path / "home" / ".cache" / "deerflow-nb" / "models"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir() == tmp_path / "xdg" / "deerflow-nb" / "models"
     monkeypatch.setenv("DEER_FLOW_MODEL_CACHE", str(tmp_path / "explicit"))
     assert default_cache_dir() == tmp_path / "explicit"
 
