@@ -33,7 +33,8 @@ The user's files are in /mnt/user-data/uploads; write results to /mnt/user-data/
 Never guess a number: call a tool to compute it. Call one tool at a time and wait for its result.
 Prefer the table tools; use bash only for what they cannot do.
 When the user asks for a report file, pass its path as report: the tool writes it and shows it.
-Once you have the results, answer in at most two sentences that state the numbers."""
+Once you have the results, answer in one or two sentences with every number asked for: for a question
+per group, give each group's value."""
 
 
 def model_profile(model: Any, configured: str | None = None) -> Profile:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -48,10 +49,15 @@ def _column(df, name: str):
     lowered = {str(c).lower(): c for c in df.columns}
     if name.lower() in lowered:
         return df[lowered[name.lower()]]
+    # "total_seconds" for seconds, "avg salary" for salary: an aggregate word is not part of the name
+    bare = re.sub(r"^(total|sum|mean|avg|average|max|min|median|count|number)(_of)?[_ ]+", "", name.strip().lower())
+    if bare in lowered:
+        return df[lowered[bare]]
     try:
         result = df.eval(name)
     except Exception:
-        sys.exit(f"error: no column {name!r}; columns are: {', '.join(map(str, df.columns))}")
+        sys.exit(f"error: no column {name!r}; the columns are: {', '.join(map(str, df.columns))}. "
+                 "Call the tool again with one of them.")
     if getattr(result, "shape", None) != (len(df),):
         sys.exit(f"error: {name!r} is not a column or an expression of columns")
     return result
@@ -105,9 +111,9 @@ def group(df, by: str, value: str, agg: str, top: int | None) -> tuple[str, list
 
 def group_text(title: str, rows: list[tuple[str, str]], total: str, agg: str) -> str:
     """The grouped summary as numbered lines, then the overall figure."""
-    lines = [f"{title} (largest first):"]
+    # the overall figure first: small models tend to repeat the last line they read
+    lines = [f"overall {agg}: {total}", f"{title} (largest first):"]
     lines += [f"{i}. {key}: {val}" for i, (key, val) in enumerate(rows, 1)]
-    lines.append(f"overall {agg}: {total}")
     return "\n".join(lines)
 
 
