@@ -220,7 +220,8 @@ def bench(count: int, only: list[int] | None = None) -> int:
         print(f"task {i:2} {'OK  ' if ok else 'FAIL'} {took:5.1f} s  tools={tools}  q={task['q'][:60]!r}\n"
               f"        answer: {answer[:160]!r}", flush=True)
     agent.close()
-    print(f"success: {correct}/{len(tasks)} tasks correct; time per task: median {sorted(times)[len(times) // 2]:.1f} s, "
+    median = sorted(times)[len(times) // 2]
+    print(f"success: {correct}/{len(tasks)} tasks correct; time per task: median {median:.1f} s, "
           f"max {max(times):.1f} s, total {sum(times):.0f} s")
     return 0
 
