@@ -12,14 +12,19 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+import uuid
 from collections.abc import Coroutine
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import anywidget
 
-__all__ = ["DeerFlowWidget", "load_esm", "spawn"]
+__all__ = ["WIDGET_CSS", "DeerFlowWidget", "load_esm", "markdown_to_html", "spawn"]
+
+#: The widgets' shared stylesheet (anywidget ``_css``), coloured by JupyterLab's theme variables.
+WIDGET_CSS = Path(__file__).with_name("widgets.css")
 
 
 @cache
@@ -49,12 +54,28 @@ def spawn(coro: Coroutine[Any, Any, Any]) -> asyncio.Future[Any] | concurrent.fu
     return future
 
 
+def markdown_to_html(text: str) -> str | None:
+    """``text`` as safe HTML (raw HTML escaped) by mistune, nbconvert's renderer; ``None`` without it."""
+    try:
+        import mistune
+    except ImportError:  # text/markdown alone still renders in nbconvert and JupyterLab
+        return None
+    render = mistune.create_markdown(escape=True, plugins=["table", "strikethrough", "url"])
+    return str(render(text))
+
+
 class DeerFlowWidget(anywidget.AnyWidget):
-    """Base class: a stable ``repr`` and ``text/plain`` + ``text/markdown`` fallbacks.
+    """Base class: a stable ``repr`` and ``text/plain`` + ``text/markdown`` (+ ``text/html``) fallbacks.
 
     Frontends without widget support (nbconvert, nbval, GitHub) pick the text
     representations of the mime bundle, so the content stays readable there.
     The ``repr`` is a one-line summary without object addresses.
+
+    Displayed in IPython (a cell's last expression or ``display(widget)``), the
+    widget is shown with a display id, and :meth:`refresh_display` re-sends its
+    bundle to every place it is shown: a saved notebook then holds the fallback
+    of the widget's *current* content (the chat calls it whenever a run ends), not
+    a snapshot from when it was first displayed.
     """
 
     def _summary(self) -> str:
@@ -69,10 +90,37 @@ class DeerFlowWidget(anywidget.AnyWidget):
     def __repr__(self) -> str:
         return self._summary()
 
+    def _html(self) -> str | None:
+        html = markdown_to_html(self._markdown())
+        return f'<div class="deerflow-fallback">{html}</div>' if html is not None else None
+
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[Any, Any], dict[Any, Any]] | None:
         bundle: Any = super()._repr_mimebundle_(**kwargs)
         data, metadata = bundle if isinstance(bundle, tuple) else (bundle or {}, {})
         data = dict(data)
         data["text/plain"] = self._text()
         data["text/markdown"] = self._markdown()
+        html = self._html()
+        if html is not None:
+            data["text/html"] = html
         return data, metadata
+
+    def _ipython_display_(self) -> None:
+        """Display with a display id, so :meth:`refresh_display` can update this output later."""
+        from IPython.display import display
+
+        data, metadata = self._repr_mimebundle_() or ({}, {})
+        display_id = uuid.uuid4().hex
+        self.__dict__.setdefault("_display_ids", []).append(display_id)
+        display(data, metadata=metadata, raw=True, display_id=display_id)
+
+    def refresh_display(self) -> None:
+        """Re-send the current bundle (widget view and text fallbacks) to every output showing it."""
+        ids = self.__dict__.get("_display_ids") or []
+        if not ids:
+            return
+        from IPython.display import update_display
+
+        data, metadata = self._repr_mimebundle_() or ({}, {})
+        for display_id in ids:
+            update_display(data, metadata=metadata, raw=True, display_id=display_id)

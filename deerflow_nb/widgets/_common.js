@@ -178,7 +178,7 @@ function dfFieldInput(field, state, onChange) {
   return { input, label };
 }
 
-// A human-input card. opts: {answered, answerText, error, disabled, onSubmit(answer)}.
+// A human-input card. opts: {answered, answerText, error, disabled, onSubmit(answer), onSkip()}.
 // Form answers are objects of field values; free text and choices are strings.
 function dfRequestCard(request, opts) {
   const card = dfEl("div", { class: "dfw-card dfw-request" + (opts.answered ? " dfw-answered" : "") });
@@ -186,6 +186,11 @@ function dfRequestCard(request, opts) {
   card.append(dfEl("div", { class: "dfw-question" }, request.question || "The agent asks:"));
   if (opts.answered) {
     card.append(dfEl("div", { class: "dfw-answer" }, dfEl("b", {}, "Answered: "), opts.answerText || ""));
+    return card;
+  }
+  if (opts.closed) {  // answered elsewhere (from code, another view): nothing to fill in here
+    card.classList.add("dfw-skipped");
+    card.append(dfEl("div", { class: "dfw-help" }, opts.closed));
     return card;
   }
   const errorBox = dfEl("div", { class: "dfw-form-error" }, opts.error || "");
@@ -198,23 +203,38 @@ function dfRequestCard(request, opts) {
       if (field.default !== undefined) state[field.name] = field.default;
       else if (field.type === "multi_select") state[field.name] = [];
     }
+    const rows = {};
+    // a Python-side rejection ("dataset: is required; rows: not a number") names fields too
+    const serverErrors = {};
+    for (const part of String(opts.error || "").replace(/^invalid form answer:\s*/, "").split(/;\s*/)) {
+      const m = part.match(/^\s*([\w.-]+):\s*(.+)$/);
+      if (m && (request.fields || []).some((f) => f.name === m[1])) serverErrors[m[1]] = m[2];
+    }
     const refresh = () => {
       const errors = dfValidateForm(request.fields || [], state);
       const tried = !!form.dataset.tried;
-      for (const [name, hint] of Object.entries(hints)) hint.textContent = tried ? (errors[name] || "") : "";
+      for (const [name, hint] of Object.entries(hints)) {
+        const reason = tried ? (errors[name] || "") : (serverErrors[name] || "");
+        hint.textContent = reason;
+        rows[name].classList.toggle("dfw-field-invalid", !!reason);
+        const input = rows[name].querySelector("input, select, textarea");
+        if (input) { if (reason) input.setAttribute("aria-invalid", "true"); else input.removeAttribute("aria-invalid"); }
+      }
       if (tried) errorBox.textContent = Object.keys(errors).length ? "Please fix the highlighted fields." : "";
       return errors;
     };
     for (const field of request.fields || []) {
       const { input, label } = dfFieldInput(field, state, refresh);
       hints[field.name] = dfEl("div", { class: "dfw-field-error" });
-      const row = dfEl("div", { class: `dfw-field dfw-type-${field.type}` });
+      const row = dfEl("div", { class: `dfw-field dfw-type-${field.type}`, "data-field": field.name });
+      rows[field.name] = row;
       if (field.type === "checkbox") row.append(dfEl("div", { class: "dfw-check" }, input, " ", label));
       else row.append(label, input);
       if (field.description) row.append(dfEl("div", { class: "dfw-help" }, field.description));
       row.append(hints[field.name]);
       form.append(row);
     }
+    refresh();
     form.addEventListener("submit", (e) => {
       e.preventDefault();
       form.dataset.tried = "1";
@@ -252,65 +272,63 @@ function dfRequestCard(request, opts) {
       opts.onSubmit(answer);
     });
   }
-  form.append(dfEl("div", { class: "dfw-actions" }, submit), errorBox);
+  const skip = opts.onSkip
+    ? dfEl("button", { class: "dfw-btn dfw-skip", type: "button", disabled: !!opts.disabled,
+      title: "let the agent go on without this answer", onclick: (e) => { e.preventDefault(); opts.onSkip(); } }, "Skip")
+    : null;
+  form.append(dfEl("div", { class: "dfw-actions" }, submit, skip), errorBox);
   card.append(form);
   return card;
 }
 
-const DF_STYLE = `
-.dfw-root { font-family: var(--jp-ui-font-family, system-ui, sans-serif); font-size: var(--jp-content-font-size1, 14px);
-  color: var(--jp-content-font-color1, #222); border: 1px solid var(--jp-border-color2, #ddd); border-radius: 8px;
-  padding: 8px 12px; max-width: 960px; background: var(--jp-layout-color0, #fff); }
-.dfw-header { display: flex; gap: 8px; align-items: center; border-bottom: 1px solid var(--jp-border-color2, #eee);
-  padding-bottom: 6px; margin-bottom: 6px; }
-.dfw-title { font-weight: 600; flex: 1; }
-.dfw-status { font-size: 12px; padding: 1px 8px; border-radius: 10px; background: var(--jp-layout-color2, #eee); }
-.dfw-status-running { background: #dbeafe; } .dfw-status-error { background: #fee2e2; }
-.dfw-status-waiting { background: #fef3c7; }
-.dfw-usage { font-size: 12px; color: var(--jp-content-font-color2, #666); }
-.dfw-msg { margin: 6px 0; line-height: 1.45; }
-.dfw-user { background: var(--jp-layout-color2, #f1f5f9); border-radius: 8px; padding: 6px 10px; white-space: pre-wrap; }
-.dfw-assistant p, .dfw-md p { margin: 4px 0; }
-.dfw-code { background: var(--jp-cell-editor-background, #f6f8fa); padding: 8px; border-radius: 6px; overflow-x: auto; }
-.dfw-table { border-collapse: collapse; margin: 6px 0; font-size: 13px; }
-.dfw-table th, .dfw-table td { border: 1px solid var(--jp-border-color2, #ddd); padding: 2px 8px; text-align: left; }
-.dfw-card { border: 1px solid var(--jp-border-color2, #ddd); border-radius: 6px; margin: 6px 0; padding: 4px 8px; }
-.dfw-card summary { cursor: pointer; }
-.dfw-card pre { white-space: pre-wrap; max-height: 240px; overflow: auto; margin: 4px 0; font-size: 12px; }
-.dfw-tool-error { border-color: #f87171; }
-.dfw-request { border-color: #f59e0b; background: #fffbeb; }
-.dfw-answered { border-color: #10b981; background: #ecfdf5; }
-.dfw-question { font-weight: 600; margin: 4px 0; }
-.dfw-answer { white-space: pre-wrap; }
-.dfw-dot { font-size: 10px; vertical-align: middle; } .dfw-dot-running { color: #2563eb; }
-.dfw-dot-success { color: #16a34a; } .dfw-dot-error { color: #dc2626; }
-.dfw-file-head { margin: 2px 0 4px; }
-.dfw-context { color: var(--jp-content-font-color2, #555); font-size: 13px; }
-.dfw-field { margin: 6px 0; display: flex; flex-direction: column; gap: 2px; }
-.dfw-field input[type=text], .dfw-field input[type=number], .dfw-field input[type=date], .dfw-field select,
-.dfw-field textarea, .dfw-free, .dfw-input textarea { font: inherit; padding: 4px; max-width: 100%; box-sizing: border-box; }
-.dfw-label { font-weight: 500; } .dfw-required { color: #dc2626; }
-.dfw-help { font-size: 12px; color: var(--jp-content-font-color2, #666); }
-.dfw-field-error, .dfw-form-error { color: #dc2626; font-size: 12px; min-height: 0; }
-.dfw-choices { display: flex; flex-wrap: wrap; gap: 4px; margin: 4px 0; }
-.dfw-btn { font: inherit; padding: 3px 10px; border-radius: 6px; border: 1px solid var(--jp-border-color1, #bbb);
-  background: var(--jp-layout-color1, #fff); cursor: pointer; }
-.dfw-btn:disabled { opacity: .5; cursor: default; }
-.dfw-primary { background: #2563eb; color: #fff; border-color: #2563eb; }
-.dfw-chosen { background: #dbeafe; border-color: #2563eb; }
-.dfw-actions { margin-top: 6px; display: flex; gap: 6px; }
-.dfw-input { display: flex; gap: 6px; margin-top: 8px; } .dfw-input textarea { flex: 1; }
-.dfw-todos { margin: 4px 0; font-size: 13px; } .dfw-todo-completed { text-decoration: line-through; color: #888; }
-.dfw-error { color: #b91c1c; background: #fef2f2; border-radius: 6px; padding: 4px 8px; }
-.dfw-files { display: flex; flex-direction: column; gap: 6px; margin-top: 6px; }
-.dfw-file img { max-width: 100%; max-height: 420px; }
-.dfw-diff { font-family: var(--jp-code-font-family, monospace); font-size: 12px; white-space: pre; overflow-x: auto; }
-.dfw-add { background: #e6ffed; } .dfw-del { background: #ffeef0; } .dfw-hunk { color: #6b7280; }
-.dfw-split { display: grid; grid-template-columns: 1fr 1fr; gap: 4px; }
-.dfw-badge { font-size: 11px; padding: 0 6px; border-radius: 8px; margin-right: 6px; }
-.dfw-badge-added { background: #d1fae5; } .dfw-badge-modified { background: #dbeafe; } .dfw-badge-deleted { background: #fee2e2; }
-`;
+// Copy text to the clipboard; resolves to whether it worked (the Clipboard API needs a secure
+// context, so an execCommand fallback covers plain-http servers).
+async function dfCopyText(text) {
+  try {
+    if (navigator.clipboard && window.isSecureContext) { await navigator.clipboard.writeText(text); return true; }
+  } catch (err) { /* fall through to the textarea fallback */ }
+  const area = dfEl("textarea", { style: "position:fixed;left:-9999px;top:0", readonly: true });
+  area.value = text;
+  document.body.append(area);
+  area.select();
+  let ok = false;
+  try { ok = document.execCommand("copy"); } catch (err) { ok = false; }
+  area.remove();
+  return ok;
+}
 
-function dfStyle(el) {
-  el.append(dfEl("style", {}, DF_STYLE));
+// A small button that copies `getText()` and says so for a moment.
+function dfCopyButton(getText, label) {
+  const button = dfEl("button", { class: "dfw-btn dfw-btn-small dfw-copy-btn", type: "button", title: "copy to the clipboard" },
+    label || "Copy");
+  button.addEventListener("click", async (e) => {
+    e.preventDefault();
+    e.stopPropagation();
+    const ok = await dfCopyText(getText());
+    button.textContent = ok ? "Copied" : "Copy failed";
+    setTimeout(() => { button.textContent = label || "Copy"; }, 1500);
+  });
+  return button;
+}
+
+// Watches that a kernel is still behind this view: the Python side answers {kind: "ping"} with
+// {kind: "pong"}. A view restored from a saved notebook (no kernel) or one whose kernel restarted or
+// shut down gets no answer; onChange(false) is then called (and onChange(true) when answers resume).
+function dfKernelWatch(model, onChange, opts) {
+  const o = Object.assign({ first: 4000, every: 10000, grace: 8000 }, opts || {});
+  let alive = null;
+  let waiting = null;
+  const set = (value) => { if (alive !== value) { alive = value; onChange(value); } };
+  const onMsg = (msg) => {
+    if (msg && msg.kind === "pong") { clearTimeout(waiting); waiting = null; set(true); }
+  };
+  model.on("msg:custom", onMsg);
+  const ping = (grace) => {
+    if (waiting) return;
+    try { model.send({ kind: "ping" }); } catch (err) { set(false); return; }
+    waiting = setTimeout(() => { waiting = null; set(false); }, grace);
+  };
+  ping(o.first);
+  const timer = setInterval(() => ping(o.grace), o.every);
+  return { alive: () => alive, stop: () => { clearInterval(timer); clearTimeout(waiting); model.off("msg:custom", onMsg); } };
 }

@@ -4,11 +4,17 @@ No widget or I/O here, so the folding rules are unit-tested directly. A transcri
 is a list of *items* (JSON-ready dicts, which are also the widget's synced trait):
 
 - ``{"kind": "user", "id", "text"}``
-- ``{"kind": "assistant", "id", "text"}``
-- ``{"kind": "tool", "id", "name", "args", "result", "status"}`` (``running`` / ``success`` / ``error``)
+- ``{"kind": "assistant", "id", "text"}``, plus ``"interrupted": True`` and ``"stop_reason"`` for the
+  partial answer of a run that was cut short (stopped, cancelled, orphaned by a restart)
+- ``{"kind": "tool", "id", "name", "args", "result", "status"}`` (``running`` / ``success`` / ``error``;
+  a failed call also has ``"error_type"`` and, for commands, ``"exit_code"`` from ``deerflow_tool_meta``)
 - ``{"kind": "subagent", "id", "description", "status", "message"}``
 - ``{"kind": "input_request", "id", "request", "answered", "answer_text", "error"}``
-- ``{"kind": "error", "id", "text"}``
+- ``{"kind": "error", "id", "text"}``: a run that failed
+- ``{"kind": "stopped", "id", "text"}``: a run that was stopped (not a failure)
+
+Presented files are anchored to the ``present_files`` call that presented them
+(:attr:`Transcript.file_anchors`), so the widget shows each file in its turn.
 
 Messages may be LangChain messages (embedded client) or their serialized dicts
 (remote client); both are accepted.
@@ -17,16 +23,20 @@ Messages may be LangChain messages (embedded client) or their serialized dicts
 from __future__ import annotations
 
 import json
+import posixpath
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 
 from deerflow_nb.agent.human_input import format_request_text
 from deerflow_nb.runtime.serialize import serialize_message
 
-__all__ = ["SUBAGENT_EVENTS", "Transcript", "message_dict"]
+__all__ = ["SUBAGENT_EVENTS", "Transcript", "message_dict", "skip_message"]
 
+INTERRUPTED_FLAG = "deerflow_interrupted"  # deerflow_nb.runtime.worker.INTERRUPTED_FLAG
+TOOL_META = "deerflow_tool_meta"
+_PRESENT = "present_files"
 SUBAGENT_EVENTS = frozenset({"task_started", "task_running", "task_completed", "task_failed", "task_timed_out"})
 _CLARIFY = "ask_clarification"
 
@@ -36,6 +46,15 @@ def message_dict(message: BaseMessage | Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(message, BaseMessage):
         return serialize_message(message)
     return dict(message)
+
+
+def skip_message(request: Mapping[str, Any]) -> HumanMessage:
+    """The hidden message that skips ``request``: the agent goes on, on stated assumptions."""
+    response = {"source": "ask_clarification", "tool_call_id": request.get("tool_call_id"),
+                "response_kind": "skipped", "skipped": True, "text": "(skipped)"}
+    text = ("The user skipped this question. Proceed without the answer: choose sensible defaults "
+            "and state the assumptions you made.")
+    return HumanMessage(content=text, additional_kwargs={"hide_from_ui": True, "human_input_response": response})
 
 
 def _text(content: Any) -> str:
@@ -56,6 +75,7 @@ class Transcript:
         self.title: str = ""
         self.todos: list[dict[str, Any]] = []
         self.artifacts: list[str] = []
+        self.file_anchors: dict[str, str] = {}  # presented path -> id of the present_files tool item
         self.usage: dict[str, int] = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
         self._index: dict[tuple[str, str], int] = {}  # (kind, id) -> position in items
         self._seen: set[str] = set()  # message ids already shown
@@ -77,10 +97,10 @@ class Transcript:
         return self._add({"kind": "user", "id": item_id or f"local-{len(self.items)}", "text": text,
                           "pending": item_id is None})
 
-    def add_error(self, text: str) -> dict[str, Any]:
-        """Show an error line."""
+    def add_error(self, text: str, *, kind: str = "error") -> dict[str, Any]:
+        """Show an error line (``kind="stopped"`` for a run that was stopped, not failed)."""
         self._errors += 1
-        return self._add({"kind": "error", "id": f"error-{self._errors}", "text": text})
+        return self._add({"kind": kind, "id": f"{kind}-{self._errors}", "text": text})
 
     def pending_request(self) -> dict[str, Any] | None:
         """The unanswered input-request item, if any."""
@@ -118,6 +138,12 @@ class Transcript:
         elif kind == "ai":
             if history and data.get("content"):
                 self._on_ai_text(msg_id, _text(data["content"]), replace=True)
+            kwargs = data.get("additional_kwargs") or {}
+            if kwargs.get(INTERRUPTED_FLAG):
+                item = self.find("assistant", msg_id)
+                if item is None:
+                    item = self._add({"kind": "assistant", "id": msg_id, "text": _text(data.get("content"))})
+                item.update(interrupted=True, stop_reason=str(kwargs.get("stop_reason") or "interrupted"))
             if data.get("tool_calls"):
                 self._on_tool_calls(data["tool_calls"])
             if history and data.get("usage_metadata"):
@@ -159,8 +185,13 @@ class Transcript:
             call_id = str(call.get("id") or f"call-{len(self.items)}")
             if call.get("name") == _CLARIFY or self.find("tool", call_id) is not None:
                 continue  # a clarification is shown as its card, once the request arrives
+            args = dict(call.get("args") or {})
             self._add({"kind": "tool", "id": call_id, "name": call.get("name", "?"),
-                       "args": dict(call.get("args") or {}), "result": None, "status": "running"})
+                       "args": args, "result": None, "status": "running"})
+            if call.get("name") == _PRESENT:
+                for path in args.get("filepaths") or []:
+                    if isinstance(path, str) and path.strip():  # as present_files normalises them
+                        self.file_anchors.setdefault(posixpath.normpath(path.strip()), call_id)
 
     def _on_tool_result(self, data: dict[str, Any]) -> None:
         call_id = str(data.get("tool_call_id") or "")
@@ -176,7 +207,13 @@ class Transcript:
             item = self._add({"kind": "tool", "id": call_id, "name": data.get("name") or "?", "args": {},
                               "result": None, "status": "running"})
         item["result"] = _text(data.get("content"))
-        item["status"] = "error" if data.get("status") == "error" else "success"
+        meta = (data.get("additional_kwargs") or {}).get(TOOL_META) or {}
+        failed = data.get("status") == "error" or (isinstance(meta, dict) and meta.get("status") == "error")
+        item["status"] = "error" if failed else "success"
+        if isinstance(meta, dict):
+            for key in ("error_type", "exit_code"):
+                if meta.get(key) is not None:
+                    item[key] = meta[key]
 
     def _on_values(self, state: Mapping[str, Any], *, history: bool = False) -> None:
         if state.get("title"):
@@ -221,11 +258,24 @@ class Transcript:
                 self._on_tool_result({"tool_call_id": request["tool_call_id"],
                                       "artifact": {"human_input": request}})
         elif kind == "error" and isinstance(data, dict):
+            stopped = data.get("type") == "Cancelled"
             for item in self.items:  # tools that never answered will not answer now
                 if item["kind"] == "tool" and item["status"] == "running":
-                    item["status"] = "error"
-            label = "Stopped" if data.get("type") == "Cancelled" else "Error"
-            self.add_error(f"{label}: {data.get('message', 'run failed')}")
+                    item["status"] = "stopped" if stopped else "error"
+            if stopped:
+                self.mark_interrupted("cancelled")
+                self.add_error(f"Stopped: {data.get('message', 'the run was stopped')}", kind="stopped")
+            else:
+                self.add_error(f"Error: {data.get('message', 'run failed')}")
+
+    def mark_interrupted(self, reason: str) -> None:
+        """Mark the answer streamed since the last user message as cut short."""
+        for item in reversed(self.items):
+            if item["kind"] == "user":
+                return
+            if item["kind"] == "assistant":
+                item.update(interrupted=True, stop_reason=reason)
+                return
 
     def _on_subagent(self, data: dict[str, Any]) -> None:
         task_id = str(data.get("task_id") or data.get("id") or "task")
@@ -252,9 +302,15 @@ class Transcript:
             if kind == "user":
                 parts.append("**You:** " + item["text"])
             elif kind == "assistant":
-                parts.append(item["text"])
+                parts.append(item["text"] + (f"\n\n*(interrupted: {item.get('stop_reason') or 'stopped'})*"
+                                             if item.get("interrupted") else ""))
             elif kind == "tool":
-                parts.append(f"> 🔧 `{item['name']}` — {item['status']}")
+                failed = f" (exit code {item['exit_code']})" if item.get("exit_code") is not None else ""
+                parts.append(f"> {'❌' if item['status'] == 'error' else '🔧'} `{item['name']}` — "
+                             f"{item['status']}{failed}")
+                files = [p for p in self.artifacts if self.file_anchors.get(p) == item["id"]]
+                if files:
+                    parts.append("**Files:** " + ", ".join(f"`{p}`" for p in files))
             elif kind == "subagent":
                 parts.append(f"> 🤖 subagent {item['description'] or item['id']} — {item['status']}")
             elif kind == "input_request":
@@ -263,12 +319,15 @@ class Transcript:
                 parts.append(f"> ❓ {body}\n>\n> *({state})*")
             elif kind == "error":
                 parts.append(f"> ⚠️ {item['text']}")
+            elif kind == "stopped":
+                parts.append(f"> ⏹ {item['text']}")
         if self.todos:
             marks = {"completed": "x", "in_progress": "~"}
             parts.append("\n".join(f"- [{marks.get(t.get('status', ''), ' ')}] {t.get('content', '')}"
                                    for t in self.todos))
-        if self.artifacts:
-            parts.append("**Files:** " + ", ".join(f"`{a}`" for a in self.artifacts))
+        loose = [a for a in self.artifacts if a not in self.file_anchors]
+        if loose:
+            parts.append("**Files:** " + ", ".join(f"`{a}`" for a in loose))
         return "\n\n".join(parts)
 
     def to_text(self) -> str:
@@ -279,7 +338,7 @@ class Transcript:
             if kind == "user":
                 lines.append(f"You: {item['text']}")
             elif kind == "assistant":
-                lines.append(f"DeerFlow: {item['text']}")
+                lines.append(f"DeerFlow: {item['text']}" + (" [interrupted]" if item.get("interrupted") else ""))
             elif kind == "tool":
                 lines.append(f"  [tool {item['name']}: {item['status']}]")
             elif kind == "subagent":
@@ -287,6 +346,6 @@ class Transcript:
             elif kind == "input_request":
                 state = "answered" if item["answered"] else "waiting"
                 lines.append(f"  [question ({state})] {item['request'].get('question', '')}")
-            elif kind == "error":
+            elif kind in ("error", "stopped"):
                 lines.append(f"  [{item['text']}]")
         return "\n".join(lines)

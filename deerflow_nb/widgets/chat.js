@@ -1,13 +1,36 @@
 // The chat widget's view. State arrives as synced traits (items, title, status, todos, usage,
-// files); user actions go back as model.send({kind: "send" | "stop" | "respond", ...}).
+// files, progress); user actions go back as model.send({kind: "send" | "stop" | "respond" | "skip"
+// | "ping", ...}). The same view renders from a saved notebook's widget state with no kernel: it
+// then says so and shows the conversation as it ended.
+
+// Per-thread view memory, kept across views of the same chat: JupyterLab re-creates the view when
+// the output is refreshed at the end of a run, and a half-typed follow-up must survive that.
+const DF_VIEW_MEMORY = new Map();
+// When this page first saw each running tool call (for the elapsed time on its card).
+const DF_TOOL_STARTED = new Map();
+
+function dfElapsed(seconds) {
+  const s = Math.max(0, Math.round(seconds));
+  return s < 60 ? `${s} s` : `${Math.floor(s / 60)} min ${s % 60} s`;
+}
 
 function dfToolCard(item) {
-  const status = dfEl("span", { class: `dfw-dot dfw-dot-${item.status}`, title: item.status }, "●");
+  const running = item.status === "running";
+  const mark = running
+    ? dfEl("span", { class: "dfw-spinner", title: "running" })
+    : dfEl("span", { class: `dfw-dot dfw-dot-${item.status}`, title: item.status },
+      item.status === "error" ? "✖" : item.status === "stopped" ? "■" : "●");
   const args = JSON.stringify(item.args || {}, null, 2);
   const summary = item.args && item.args.description ? ` — ${item.args.description}` : "";
-  return dfEl("details", { class: "dfw-card dfw-tool" + (item.status === "error" ? " dfw-tool-error" : ""),
-    "data-tool": item.name },
-    dfEl("summary", {}, status, " ", dfEl("code", {}, item.name), summary),
+  const failed = item.status === "error"
+    ? dfEl("span", { class: "dfw-failtag" },
+      item.exit_code !== undefined && item.exit_code !== null ? `failed (exit ${item.exit_code})`
+        : item.error_type ? `failed (${item.error_type.replace(/_/g, " ")})` : "failed")
+    : item.status === "stopped" ? dfEl("span", { class: "dfw-elapsed" }, "stopped") : null;
+  const elapsed = running ? dfEl("span", { class: "dfw-elapsed", "data-started-for": item.id }) : null;
+  return dfEl("details", { class: `dfw-card dfw-tool dfw-tool-${item.status}`, "data-tool": item.name,
+    "data-status": item.status },
+    dfEl("summary", {}, mark, " ", dfEl("code", {}, item.name), summary, failed, elapsed),
     dfEl("div", {}, dfEl("b", {}, "Arguments")), dfEl("pre", {}, args),
     item.result !== null && item.result !== undefined
       ? [dfEl("div", {}, dfEl("b", {}, item.status === "error" ? "Error" : "Result")), dfEl("pre", {}, item.result)]
@@ -39,33 +62,63 @@ function dfFileCard(file) {
     if (file.truncated) card.append(dfEl("div", { class: "dfw-help" }, "(first rows only)"));
   }
   if (file.kind === "text") {
-    if (file.markdown) { const box = dfEl("div", { class: "dfw-md" }); box.innerHTML = dfMarkdown(file.text); card.append(box); }
+    if (file.markdown) { const box = dfEl("div", { class: "dfw-md" }); box.innerHTML = dfMarkdown(file.text); dfDecorateCode(box); card.append(box); }
     else card.append(dfEl("pre", {}, file.text));
   }
   return card;
 }
 
+// Code blocks get a bar with their language, a copy button and "use in notebook".
+function dfDecorateCode(box) {
+  for (const pre of box.querySelectorAll("pre")) {
+    if (pre.parentNode && pre.parentNode.classList && pre.parentNode.classList.contains("dfw-codebox")) continue;
+    const code = pre.querySelector("code") || pre;
+    const lang = pre.getAttribute("data-lang") || ((code.className || "").match(/language-([\w+-]+)/) || [])[1] || "";
+    const wrap = dfEl("div", { class: "dfw-codebox" });
+    const note = dfEl("span", { class: "dfw-help dfw-use-note" });
+    const use = dfEl("button", { class: "dfw-btn dfw-btn-small dfw-use", type: "button",
+      title: "copy this code so it can be pasted into a new cell" }, "Use in notebook");
+    use.addEventListener("click", async (e) => {
+      e.preventDefault();
+      const ok = await dfCopyText(code.textContent);
+      // an anywidget view cannot reach JupyterLab's notebook commands: the code goes to the clipboard
+      note.textContent = ok ? "Copied: press Esc, B, then Ctrl+V to paste it into a new cell below."
+        : "Could not copy: select the code and copy it by hand.";
+    });
+    pre.replaceWith(wrap);
+    wrap.append(dfEl("div", { class: "dfw-codebar" }, dfEl("span", { class: "dfw-lang" }, lang),
+      dfCopyButton(() => code.textContent), use), pre, note);
+  }
+}
+
 function render({ model, el }) {
   const root = dfEl("div", { class: "dfw-root dfw-chat" });
-  dfStyle(el);
   el.append(root);
+  const memoryKey = model.get("thread_id") || "";
+  const memory = DF_VIEW_MEMORY.get(memoryKey) || { draft: "", open: new Set() };
+  DF_VIEW_MEMORY.set(memoryKey, memory);
   const title = dfEl("span", { class: "dfw-title" });
   const status = dfEl("span", { class: "dfw-status" });
   const usage = dfEl("span", { class: "dfw-usage" });
+  const notice = dfEl("div", { class: "dfw-notice", role: "status" });
   const list = dfEl("div", { class: "dfw-list" });
   const todos = dfEl("div", { class: "dfw-todos" });
   const files = dfEl("div", { class: "dfw-files" });
   const input = dfEl("textarea", { rows: 2, placeholder: "Send a follow-up… (Shift+Enter for a new line)" });
+  input.value = memory.draft;
+  input.addEventListener("input", () => { memory.draft = input.value; });
   const send = dfEl("button", { class: "dfw-btn dfw-primary dfw-send" }, "Send");
   const stop = dfEl("button", { class: "dfw-btn dfw-stop" }, "Stop");
-  root.append(dfEl("div", { class: "dfw-header" }, title, usage, status), todos, list, files,
+  root.append(dfEl("div", { class: "dfw-header" }, title, usage, status), notice, todos, list, files,
     dfEl("div", { class: "dfw-input" }, input, send, stop));
 
+  let kernel = null; // null: not known yet, true: answering, false: gone
   const submit = () => {
     const text = input.value.trim();
-    if (!text || model.get("status") === "running") return;
+    if (!text || model.get("status") === "running" || kernel === false) return;
     model.send({ kind: "send", text });
     input.value = "";
+    memory.draft = "";
   };
   send.addEventListener("click", submit);
   input.addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); submit(); } });
@@ -73,47 +126,84 @@ function render({ model, el }) {
 
   // Items are re-rendered in place by id; an assistant item only re-parses its own text.
   const nodes = new Map();
+  const fileBoxes = new Map(); // anchor item id -> the files presented by that call
   const renderItem = (item) => {
     switch (item.kind) {
       case "user": return dfEl("div", { class: "dfw-msg dfw-user" }, item.text);
-      case "assistant": { const node = dfEl("div", { class: "dfw-msg dfw-assistant" }); node.innerHTML = dfMarkdown(item.text); return node; }
+      case "assistant": {
+        const node = dfEl("div", { class: "dfw-msg dfw-assistant" + (item.interrupted ? " dfw-interrupted" : "") });
+        const body = dfEl("div", { class: "dfw-md-body" });
+        body.innerHTML = dfMarkdown(item.text);
+        dfDecorateCode(body);
+        node.append(body);
+        if (item.interrupted) {
+          node.append(dfEl("div", { class: "dfw-interrupted-tag", title: item.stop_reason || "" },
+            `⏸ interrupted${item.stop_reason ? ` (${String(item.stop_reason).replace(/_/g, " ")})` : ""}: partial answer`));
+        }
+        if (item.text) node.append(dfEl("div", { class: "dfw-msgbar" }, dfCopyButton(() => item.text, "Copy answer")));
+        return node;
+      }
       case "tool": return dfToolCard(item);
       case "subagent": return dfSubagentCard(item);
       case "input_request": return dfRequestCard(item.request, {
         answered: item.answered, answerText: item.answer_text, error: item.error,
-        disabled: model.get("status") === "running",
-        onSubmit: (answer) => model.send({ kind: "respond", tool_call_id: item.id, answer }) });
-      case "error": return dfEl("div", { class: "dfw-msg dfw-error" }, "⚠ ", item.text);
+        disabled: model.get("status") === "running" || kernel === false,
+        onSubmit: (answer) => model.send({ kind: "respond", tool_call_id: item.id, answer }),
+        onSkip: () => model.send({ kind: "skip", tool_call_id: item.id }) });
+      case "error": return dfEl("div", { class: "dfw-msg dfw-error", role: "alert" }, "⚠ ", item.text);
+      case "stopped": return dfEl("div", { class: "dfw-msg dfw-stopped" }, "⏹ ", item.text);
       default: return dfEl("div", {}, JSON.stringify(item));
     }
   };
   const drawItems = () => {
     const items = model.get("items") || [];
     const keep = new Set();
-    let previous = null;
+    const sequence = [];
     for (const item of items) {
       const key = `${item.kind}:${item.id}`;
       keep.add(key);
-      const sig = JSON.stringify(item) + (item.kind === "input_request" ? model.get("status") : "");
+      const sig = JSON.stringify(item) + (item.kind === "input_request" ? `${model.get("status")}${kernel}` : "");
       let entry = nodes.get(key);
       if (!entry || entry.sig !== sig) {
         const node = renderItem(item);
-        // keep an open tool card open across updates
-        if (entry && entry.node.open) node.open = true;
+        // keep an open card open across updates (and across views of this chat)
+        if ((entry && entry.node.open) || memory.open.has(key)) node.open = true;
+        if (node.tagName === "DETAILS") node.addEventListener("toggle", () => {
+          if (node.open) memory.open.add(key); else memory.open.delete(key);
+        });
         if (entry) entry.node.replaceWith(node);
         entry = { node, sig };
         nodes.set(key, entry);
       }
-      if (entry.node.previousSibling !== previous || entry.node.parentNode !== list) {
-        if (previous) previous.after(entry.node); else list.prepend(entry.node);
+      if (item.kind === "tool" && item.status === "running" && !DF_TOOL_STARTED.has(item.id)) {
+        DF_TOOL_STARTED.set(item.id, Date.now());
       }
-      previous = entry.node;
+      sequence.push(entry.node);
+      if (fileBoxes.has(item.id)) sequence.push(fileBoxes.get(item.id));
+    }
+    let previous = null;
+    for (const node of sequence) {
+      if (node.previousSibling !== previous || node.parentNode !== list) {
+        if (previous) previous.after(node); else list.prepend(node);
+      }
+      previous = node;
     }
     for (const [key, entry] of nodes) if (!keep.has(key)) { entry.node.remove(); nodes.delete(key); }
+    for (const box of list.querySelectorAll(".dfw-turn-files")) if (!sequence.includes(box)) box.remove();
+    tick();
   };
+  // running tool cards show how long they have been running
+  const tick = () => {
+    for (const span of list.querySelectorAll("[data-started-for]")) {
+      const started = DF_TOOL_STARTED.get(span.getAttribute("data-started-for"));
+      if (started) span.textContent = dfElapsed((Date.now() - started) / 1000);
+    }
+  };
+  const ticker = setInterval(tick, 1000);
   const drawHeader = () => {
     title.textContent = model.get("title") || "DeerFlow";
-    const s = model.get("status") || "idle";
+    let s = model.get("status") || "idle";
+    if (kernel === false && (s === "running" || s === "waiting")) s = "disconnected";
     const p = model.get("progress") || {};
     // while running, say what the run is doing: phase, seconds, tokens so far
     status.textContent = s === "running" && p.label
@@ -124,7 +214,8 @@ function render({ model, el }) {
     const u = model.get("usage") || {};
     usage.textContent = u.total_tokens ? `${u.total_tokens} tokens (${u.input_tokens || 0} in / ${u.output_tokens || 0} out)` : "";
     stop.disabled = s !== "running";
-    send.disabled = s === "running";
+    send.disabled = s === "running" || kernel === false;
+    input.disabled = kernel === false;
   };
   const drawTodos = () => {
     const items = model.get("todos") || [];
@@ -134,12 +225,37 @@ function render({ model, el }) {
     todos.append(dfEl("details", { class: "dfw-card", open: true }, dfEl("summary", {}, "Plan"),
       dfEl("ul", {}, items.map((t) => dfEl("li", { class: `dfw-todo-${t.status}` }, `${marks[t.status] || "☐"} ${t.content}`)))));
   };
+  // presented files show in their turn, right after the present_files card that presented them
   const drawFiles = () => {
-    files.replaceChildren(...(model.get("files") || []).map(dfFileCard));
+    const all = model.get("files") || [];
+    const anchors = new Set((model.get("items") || []).map((i) => i.id));
+    const byAnchor = new Map();
+    const loose = [];
+    for (const file of all) {
+      if (file.anchor && anchors.has(file.anchor)) {
+        if (!byAnchor.has(file.anchor)) byAnchor.set(file.anchor, []);
+        byAnchor.get(file.anchor).push(file);
+      } else loose.push(file);
+    }
+    fileBoxes.clear();
+    for (const [anchor, group] of byAnchor) {
+      fileBoxes.set(anchor, dfEl("div", { class: "dfw-turn-files", "data-anchor": anchor }, group.map(dfFileCard)));
+    }
+    files.replaceChildren(...loose.map(dfFileCard));
+    drawItems();
   };
-  const drawAll = () => { drawHeader(); drawItems(); drawTodos(); drawFiles(); };
+  const drawAll = () => { drawHeader(); drawTodos(); drawFiles(); };
 
-  model.on("change:items", drawItems);
+  const watch = dfKernelWatch(model, (alive) => {
+    kernel = alive;
+    notice.textContent = alive ? "" : (model.get("status") === "running"
+      ? "No answer from the kernel: it is busy, restarted or shut down. Live updates have stopped; re-run the cell to reattach."
+      : "Not connected to a kernel: this is the conversation as it was saved. Re-run the cell to continue it.");
+    drawHeader();
+    drawItems();
+  });
+
+  model.on("change:items", drawFiles);
   model.on("change:title", drawHeader);
   model.on("change:usage", drawHeader);
   model.on("change:progress", drawHeader);
@@ -147,7 +263,7 @@ function render({ model, el }) {
   model.on("change:todos", drawTodos);
   model.on("change:files", drawFiles);
   drawAll();
-  return () => nodes.clear();
+  return () => { clearInterval(ticker); watch.stop(); nodes.clear(); };
 }
 
 export default { render };

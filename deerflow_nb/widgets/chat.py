@@ -19,9 +19,9 @@ from traitlets import Dict, List, Unicode
 
 from deerflow_nb.errors import UsageError
 from deerflow_nb.widgets._artifacts import artifact_preview, read_artifact
-from deerflow_nb.widgets._base import DeerFlowWidget, load_esm, spawn
+from deerflow_nb.widgets._base import WIDGET_CSS, DeerFlowWidget, load_esm, spawn
 from deerflow_nb.widgets._throttle import DEFAULT_RATE, CallLater, Throttle
-from deerflow_nb.widgets._transcript import Transcript
+from deerflow_nb.widgets._transcript import Transcript, skip_message
 from deerflow_nb.widgets.human_input import response_message
 
 __all__ = ["ChatWidget"]
@@ -44,6 +44,7 @@ class ChatWidget(DeerFlowWidget):
     """
 
     _esm = load_esm("_common.js", "chat.js")
+    _css = WIDGET_CSS
 
     thread_id = Unicode("").tag(sync=True)
     title = Unicode("").tag(sync=True)
@@ -51,7 +52,8 @@ class ChatWidget(DeerFlowWidget):
     items: List[Any] = List(help="transcript items, see deerflow_nb.widgets._transcript").tag(sync=True)
     todos: List[Any] = List().tag(sync=True)
     usage = Dict().tag(sync=True)
-    files: List[Any] = List(help="previews of presented files").tag(sync=True)
+    files: List[Any] = List(help="previews of presented files, each with the `anchor` item id of its turn").tag(
+        sync=True)
     progress = Dict(help="the running run's latest progress event (phase, label, elapsed, tokens, tool)").tag(
         sync=True)
 
@@ -68,6 +70,7 @@ class ChatWidget(DeerFlowWidget):
         self._clock = clock
         self._call_later = call_later
         self._stop_requested = False
+        self._previews_by_path: dict[str, dict[str, Any]] = {}
         self.on_msg(self._on_front_end_msg)
         if history:
             state = thread.state
@@ -76,7 +79,8 @@ class ChatWidget(DeerFlowWidget):
             self._transcript.load_state(state)
             if self._transcript.pending_request() is not None:
                 self.status = "waiting"
-            self.files = self._previews(self._transcript.artifacts)
+            self._previews_by_path.update(
+                zip(self._transcript.artifacts, self._previews(self._transcript.artifacts), strict=True))
             self._push()
         if run is not None:
             self.attach(run)
@@ -113,6 +117,19 @@ class ChatWidget(DeerFlowWidget):
             self.title = t.title
             self.todos = copy.deepcopy(t.todos)
             self.usage = dict(t.usage)
+            files = [{**self._previews_by_path[p], "anchor": t.file_anchors.get(p, "")}
+                     for p in t.artifacts if p in self._previews_by_path]
+            if files != self.files:
+                self.files = files
+
+    async def _preview_new_files(self) -> bool:
+        """Read previews of files presented since the last call (off the loop); whether any were new."""
+        new = [p for p in self._transcript.artifacts if p not in self._previews_by_path]
+        if not new:
+            return False
+        previews = await asyncio.to_thread(self._previews, new)
+        self._previews_by_path.update(zip(new, previews, strict=True))
+        return True
 
     def _previews(self, paths: list[str]) -> list[dict[str, Any]]:
         previews = []
@@ -152,6 +169,16 @@ class ChatWidget(DeerFlowWidget):
             raise
         card.update(answered=True, answer_text=str(message.content), error="")
         return self._launch(message, {})
+
+    def skip(self, *, tool_call_id: str | None = None) -> Task:
+        """Skip the open question: the run continues and the agent proceeds on stated assumptions."""
+        card = self._transcript.pending_request()
+        if card is None:
+            raise UsageError("there is no open question to skip in this chat")
+        if tool_call_id is not None and tool_call_id != card["id"]:
+            raise UsageError(f"question {tool_call_id!r} is not the open one ({card['id']!r})")
+        card.update(answered=True, answer_text="(skipped)", skipped=True, error="")
+        return self._launch(skip_message(card["request"]), {})
 
     def attach(self, run: Any) -> Task:
         """Stream an already started run into the widget."""
@@ -216,6 +243,7 @@ class ChatWidget(DeerFlowWidget):
             self._transcript.add_error(f"Error: {exc}")
             self._push()
             self.status = "error"
+            self.refresh_display()
             return
         if self._stop_requested:  # stop pressed while the run was starting
             await self._acancel(run)
@@ -241,6 +269,9 @@ class ChatWidget(DeerFlowWidget):
                 self._transcript.apply(event)
                 if event.type == "error":
                     status = "stopped" if (event.data or {}).get("type") == "Cancelled" else "error"
+                if event.type == "values" and await self._preview_new_files():
+                    self._push()  # a presented file shows in its turn at once, not when the run ends
+                    continue
                 throttle.touch()
         except Exception as exc:  # the stream itself broke (e.g. a remote disconnect)
             self._transcript.add_error(f"Error: lost the run's event stream: {exc}")
@@ -249,18 +280,39 @@ class ChatWidget(DeerFlowWidget):
             throttle.close()
         if status == "idle" and self._transcript.pending_request() is not None:
             status = "waiting"
-        self.files = await asyncio.to_thread(self._previews, list(self._transcript.artifacts))
+        await self._preview_new_files()
         self._push()
         self.progress = {}
         self.status = status
+        self.refresh_display()  # the saved notebook's fallback shows the conversation as it ended
+
+    async def _check_answered_elsewhere(self) -> None:
+        """Close the open card when its question was answered from code (``thread.respond``) meanwhile."""
+        card = self._transcript.pending_request()
+        if card is None:
+            return
+        try:
+            pending = await asyncio.to_thread(lambda: self.thread.pending_input)
+        except Exception:  # a failed check changes nothing
+            return
+        if pending is None or pending.get("tool_call_id") != card["id"]:
+            card.update(answered=True, answer_text="(answered elsewhere)", error="")
+            self._push()
+            self.status = "idle"
 
     def _on_front_end_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        """Front-end messages: ``send``, ``stop`` and ``respond`` (errors are shown, not raised)."""
+        """Front-end messages: ``send``, ``stop``, ``respond``, ``skip`` and ``ping`` (errors are shown, not raised)."""
         if not isinstance(content, dict):
             return
         kind = content.get("kind")
         try:
-            if kind == "send":
+            if kind == "ping":  # the front end checks that a kernel is still behind this view
+                super().send({"kind": "pong", "status": self.status})  # the comm message, not a chat message
+                if self.status == "waiting" and not self.busy:
+                    self.task = spawn(self._check_answered_elsewhere())
+            elif kind == "skip":
+                self.skip(tool_call_id=content.get("tool_call_id"))
+            elif kind == "send":
                 self.send(str(content.get("text", "")))
             elif kind == "stop":
                 self.stop()

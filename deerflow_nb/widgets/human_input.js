@@ -1,20 +1,29 @@
 // The standalone human-input card's view (the chat widget renders the same card inline).
 
 function render({ model, el }) {
-  dfStyle(el);
   const root = dfEl("div", { class: "dfw-root dfw-card-root" });
+  const notice = dfEl("div", { class: "dfw-notice", role: "status" });
   el.append(root);
+  let kernel = null;
   const draw = () => {
-    root.replaceChildren(dfRequestCard(model.get("request") || {}, {
+    root.replaceChildren(notice, dfRequestCard(model.get("request") || {}, {
       answered: model.get("answered"),
       answerText: model.get("answer_text"),
       error: model.get("error"),
-      disabled: model.get("busy"),
+      closed: model.get("closed"),
+      disabled: model.get("busy") || kernel === false,
       onSubmit: (answer) => model.send({ kind: "respond", answer }),
+      onSkip: () => model.send({ kind: "skip" }),
     }));
   };
-  for (const name of ["request", "answered", "answer_text", "error", "busy"]) model.on(`change:${name}`, draw);
+  const watch = dfKernelWatch(model, (alive) => {
+    kernel = alive;
+    notice.textContent = alive ? "" : "Not connected to a kernel: this card cannot be answered here.";
+    draw();
+  });
+  for (const name of ["request", "answered", "answer_text", "error", "busy", "closed"]) model.on(`change:${name}`, draw);
   draw();
+  return () => watch.stop();
 }
 
 export default { render };

@@ -8,6 +8,7 @@ rendered inline and the run continues in that chat.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -16,7 +17,8 @@ from traitlets import Bool, Dict, Unicode
 
 from deerflow_nb.agent.human_input import format_request_text
 from deerflow_nb.errors import UsageError
-from deerflow_nb.widgets._base import DeerFlowWidget, load_esm, spawn
+from deerflow_nb.widgets._base import WIDGET_CSS, DeerFlowWidget, load_esm, spawn
+from deerflow_nb.widgets._transcript import skip_message
 
 __all__ = ["HumanInputCard", "response_message"]
 
@@ -55,12 +57,14 @@ class HumanInputCard(DeerFlowWidget):
     """
 
     _esm = load_esm("_common.js", "human_input.js")
+    _css = WIDGET_CSS
 
     request = Dict().tag(sync=True)
     answered = Bool(False).tag(sync=True)
     answer_text = Unicode("").tag(sync=True)
     error = Unicode("").tag(sync=True)
     busy = Bool(False).tag(sync=True)
+    closed = Unicode("", help="why the card no longer takes an answer (answered elsewhere)").tag(sync=True)
 
     def __init__(self, request: Mapping[str, Any], *, on_submit: Callable[[Any], Any] | None = None,
                  answered: bool = False, answer_text: str = "") -> None:
@@ -69,6 +73,8 @@ class HumanInputCard(DeerFlowWidget):
                              "(thread.pending_input or HumanInputRequired.request)")
         super().__init__(request=dict(request), answered=answered, answer_text=answer_text)
         self.on_submit = on_submit
+        self.on_skip: Callable[[], Any] | None = None
+        self.thread: Any = None  # set by for_thread: the card then closes when answered from code
         self.result: Any = None
         self.on_msg(self._on_front_end_msg)
 
@@ -93,7 +99,19 @@ class HumanInputCard(DeerFlowWidget):
             finally:
                 card.busy = False
 
+        async def skip_run() -> None:
+            card.busy = True
+            try:
+                run = await thread.astart(skip_message(card.request))
+                card.result = await run.await_result()
+            except Exception as exc:  # show run failures on the card
+                card.error = str(exc)
+            finally:
+                card.busy = False
+
         card.on_submit = lambda answer: spawn(continue_run(answer))
+        card.on_skip = lambda: spawn(skip_run())
+        card.thread = thread
         return card
 
     def _summary(self) -> str:
@@ -118,9 +136,45 @@ class HumanInputCard(DeerFlowWidget):
         self.answer_text = str(message.content)
         return self.on_submit(answer) if self.on_submit is not None else None
 
+    def skip(self) -> Any:
+        """Skip the question (the agent proceeds on stated assumptions); needs a card from :meth:`for_thread`."""
+        if self.answered or self.closed:
+            raise UsageError("this question has already been answered")
+        if self.on_skip is None:
+            raise UsageError("this card cannot skip: create it with HumanInputCard.for_thread(thread)")
+        self.answered, self.answer_text, self.error = True, "(skipped)", ""
+        return self.on_skip()
+
+    async def _check_answered_elsewhere(self) -> None:
+        thread = self.thread
+        if thread is None or self.answered or self.closed or self.busy:
+            return
+        try:
+            pending = await asyncio.to_thread(lambda: thread.pending_input)
+        except Exception:  # a failed check changes nothing
+            return
+        if pending is None or pending.get("tool_call_id") != self.request.get("tool_call_id"):
+            messages = await asyncio.to_thread(lambda: list(thread.state.get("messages") or []))
+            previous = answered_in(messages, str(self.request.get("tool_call_id")))
+            if previous is not None:
+                self.answered, self.answer_text = True, previous
+            else:
+                self.closed = "This question is no longer open (answered or cancelled elsewhere)."
+
     def _on_front_end_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if isinstance(content, dict) and content.get("kind") == "respond":
+        if not isinstance(content, dict):
+            return
+        kind = content.get("kind")
+        if kind == "ping":  # the front end checks that a kernel is behind it; also a chance to re-check
+            self.send({"kind": "pong"})
+            spawn(self._check_answered_elsewhere())
+        elif kind == "respond":
             try:
                 self.submit(content.get("answer"))
             except UsageError:
                 pass  # already shown on the card
+        elif kind == "skip":
+            try:
+                self.skip()
+            except UsageError as exc:
+                self.error = str(exc)

@@ -36,7 +36,6 @@ function dfSplit(diff) {
 }
 
 function render({ model, el }) {
-  dfStyle(el);
   const root = dfEl("div", { class: "dfw-root dfw-workspace" });
   el.append(root);
   const draw = () => {

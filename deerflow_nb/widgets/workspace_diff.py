@@ -18,7 +18,7 @@ from traitlets import List, Unicode
 from deerflow_nb.errors import UsageError
 from deerflow_nb.utils.files import atomic_write_bytes
 from deerflow_nb.widgets._artifacts import read_artifact
-from deerflow_nb.widgets._base import DeerFlowWidget, load_esm
+from deerflow_nb.widgets._base import WIDGET_CSS, DeerFlowWidget, load_esm
 
 __all__ = ["WorkspaceDiff"]
 
@@ -36,6 +36,7 @@ class WorkspaceDiff(DeerFlowWidget):
     """
 
     _esm = load_esm("_common.js", "workspace_diff.js")
+    _css = WIDGET_CSS
 
     run_id = Unicode("").tag(sync=True)
     changes: List[Any] = List().tag(sync=True)

@@ -17,6 +17,7 @@ import pytest
 CHROMIUM = Path("/usr/bin/chromium")
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"  # notebooks made for the browser tests
 ARTIFACTS = REPO / "test-artifacts" / "browser"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
@@ -45,13 +46,15 @@ def start_lab(tmp: Path, notebook: str) -> tuple[Lab, subprocess.Popen[bytes]]:
     root = tmp / "root"
     root.mkdir()
     shutil.copytree(NOTEBOOKS / "data", root / "data")
-    shutil.copy(NOTEBOOKS / f"{notebook}.ipynb", root)
+    source = FIXTURES if (FIXTURES / f"{notebook}.ipynb").exists() else NOTEBOOKS
+    config = FIXTURES / f"{notebook}.config.yaml" if source == FIXTURES else NOTEBOOKS / "fixtures" / f"{notebook}.config.yaml"
+    shutil.copy(source / f"{notebook}.ipynb", root)
     home = tmp / "home"
     # see tests/notebooks/conftest.py: keeps the scripted model's agent graph from being rebuilt
     (home / "users" / "default" / "skills" / "custom").mkdir(parents=True)
     port, token = _free_port(), secrets.token_hex(16)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DEER_FLOW_", "OPENAI_", "JUPYTER"))}
-    env.update(DEER_FLOW_CONFIG_PATH=str(NOTEBOOKS / "fixtures" / f"{notebook}.config.yaml"),
+    env.update(DEER_FLOW_CONFIG_PATH=str(config),
                DEER_FLOW_HOME=str(home), JUPYTER_CONFIG_DIR=str(tmp / "config"),
                JUPYTER_DATA_DIR=str(tmp / "data"), JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
                JUPYTER_PLATFORM_DIRS="1", JUPYTERLAB_SETTINGS_DIR=str(tmp / "lab-settings"),
@@ -60,6 +63,10 @@ def start_lab(tmp: Path, notebook: str) -> tuple[Lab, subprocess.Popen[bytes]]:
     notification = tmp / "lab-settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     notification.parent.mkdir(parents=True)
     notification.write_text('{"fetchNews": "false", "checkForUpdates": false}')
+    # widget state saved with the notebook: reopened without a kernel, a chat shows how it ended
+    widgets = tmp / "lab-settings" / "@jupyter-widgets" / "jupyterlab-manager" / "plugin.jupyterlab-settings"
+    widgets.parent.mkdir(parents=True)
+    widgets.write_text('{"saveState": true}')
     log = tmp / "jupyter.log"
     process = subprocess.Popen(
         [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",

@@ -122,8 +122,17 @@ def test_stop_cancels_the_run(make_agent, comm_log):
     front_end_send(chat, {"kind": "stop"})
     chat.wait(30)
     assert chat.status == "stopped"
-    assert chat.items[-1]["kind"] == "error" and chat.items[-1]["text"].startswith("Stopped")
+    # a stop is not an error: its own item kind, and the partial answer is marked interrupted
+    assert chat.items[-1]["kind"] == "stopped" and chat.items[-1]["text"].startswith("Stopped")
+    assert not any(i["kind"] == "error" for i in chat.items)
+    [partial] = [i for i in chat.items if i["kind"] == "assistant"]
+    assert partial["interrupted"] and partial["stop_reason"] == "cancelled"
     assert chat.run.status == "interrupted"
+    # reopened, the thread's stored marker message shows the interrupted partial answer
+    again = chat.thread.ui()
+    [stored] = [i for i in again.items if i["kind"] == "assistant"]
+    assert stored["interrupted"] and stored["text"]
+    assert "*(interrupted:" in again._markdown()
 
 
 class FakeRun:
@@ -223,3 +232,94 @@ def test_attaching_to_a_finished_run_shows_its_answer_once(make_agent, comm_log)
     assert chat.wait(30) == "only once"
     texts = [str(item) for item in chat.items]
     assert sum("only once" in t for t in texts) == 1 and any("earlier answer" in t for t in texts)
+
+
+class FakeDisplay:
+    """Records what IPython's display machinery publishes (display_data / update_display_data)."""
+
+    def __init__(self, monkeypatch):
+        import IPython.display
+
+        self.shown: list[tuple[str, dict, str]] = []
+        monkeypatch.setattr(IPython.display, "display",
+                            lambda data, **kw: self.shown.append(("display", data, kw["display_id"])))
+        monkeypatch.setattr(IPython.display, "update_display",
+                            lambda data, **kw: self.shown.append(("update", data, kw["display_id"])))
+
+
+def test_the_saved_fallback_is_refreshed_when_a_run_ends(make_agent, comm_log, monkeypatch):
+    shown = FakeDisplay(monkeypatch).shown
+    agent = make_agent(["The **answer** is 42."])
+    chat = agent.thread().ui("what is it?")
+    chat._ipython_display_()  # what a cell's last expression does in a kernel
+    chat.wait(30)
+    kinds = [k for k, _, _ in shown]
+    assert kinds[0] == "display" and kinds[-1] == "update"
+    assert len({display_id for _, _, display_id in shown}) == 1  # the same output, updated in place
+    final = shown[-1][1]
+    assert "application/vnd.jupyter.widget-view+json" in final  # the live view stays
+    assert "The **answer** is 42." in final["text/markdown"] and "**You:** what is it?" in final["text/markdown"]
+    assert "<strong>answer</strong>" in final["text/html"]  # nbconvert HTML and GitHub pick this one
+    assert "DeerFlow: The **answer** is 42." in final["text/plain"]
+
+
+def test_failed_tools_look_failed_and_errors_are_not_answers():
+    from deerflow_nb.widgets._transcript import Transcript
+
+    t = Transcript()
+    t.apply(StreamEvent("messages-tuple", {"type": "ai", "id": "a1", "content": "", "tool_calls": [
+        {"id": "c1", "name": "bash", "args": {"command": "python x.py"}}]}))
+    assert t.items[-1]["status"] == "running"
+    t.apply(StreamEvent("messages-tuple", {
+        "type": "tool", "id": "t1", "tool_call_id": "c1", "content": "ModuleNotFoundError: pandas",
+        "additional_kwargs": {"deerflow_tool_meta": {"status": "error", "error_type": "command_failed",
+                                                     "exit_code": 1}}}))
+    tool = t.items[-1]
+    assert tool["status"] == "error" and tool["exit_code"] == 1 and tool["error_type"] == "command_failed"
+    t.apply(StreamEvent("error", {"message": "model timed out", "type": "ModelTimeoutError"}))
+    assert t.items[-1]["kind"] == "error" and t.final_text() == ""
+    md = t.to_markdown()
+    assert "❌ `bash` — error (exit code 1)" in md and "> ⚠️ Error: model timed out" in md
+
+
+def test_presented_files_show_in_their_turn_as_soon_as_presented(make_agent, comm_log):
+    agent = make_agent(write_and_present() + ["a second turn"])
+    chat = agent.thread().ui("write the csv")
+    chat.wait(30)
+    present = next(i for i in chat.items if i["kind"] == "tool" and i["name"] == "present_files")
+    [csv] = chat.files
+    assert csv["anchor"] == present["id"]  # shown right after the call that presented it
+    # the preview was pushed while the run was still going: before the final answer had streamed
+    updates = comm_log.updates(chat)
+    first = next(i for i, state in enumerate(updates) if state.get("files"))
+    answers = [assistant_texts(state) for state in updates[:first + 1] if "items" in state]
+    assert "I wrote **hello.csv**." not in answers[-1]
+    assert "**Files:** `/mnt/user-data/outputs/hello.csv`" in chat._markdown()
+
+
+def test_skip_and_ping_and_answered_elsewhere(make_agent, comm_log):
+    model = ScriptedChatModel(responses=[FORM, "Went on with defaults.", FORM])
+    agent = make_agent(model=model)
+    thread = agent.thread()
+    chat = thread.ui("Build the report")
+    chat.wait(30)
+    assert chat.status == "waiting"
+    front_end_send(chat, {"kind": "skip", "tool_call_id": chat.items[-1]["id"]})
+    assert chat.wait(30) == "Went on with defaults."
+    card = next(i for i in chat.items if i["kind"] == "input_request")
+    assert card["answered"] and card["skipped"]
+    assert "skipped this question" in str(model.calls[-1][-1].content) if hasattr(model, "calls") else True
+    # the front end's liveness check is answered with a pong
+    sent = []
+    monkey_send = chat.comm.send
+    chat.comm.send = lambda data=None, **kw: sent.append(data) or monkey_send(data, **kw)
+    front_end_send(chat, {"kind": "ping"})
+    assert any((d or {}).get("content", {}).get("kind") == "pong" for d in sent)
+    # a question answered from code closes the open card on the next check
+    chat.send("again")
+    chat.wait(30)
+    assert chat.status == "waiting"
+    thread.respond({"dataset": "sales.csv", "agree": True})
+    front_end_send(chat, {"kind": "ping"})
+    chat.wait(30)
+    assert chat.status == "idle" and chat.items[-1]["answered"]

@@ -64,8 +64,10 @@ def test_open_request_from_end_event_and_errors():
     t.apply(StreamEvent("end", {"usage": {}, "pending_input": REQUEST}))
     assert t.pending_request()["request"]["question"] == "Which file?"
     t.apply({"type": "error", "data": {"message": "run cancelled", "type": "Cancelled"}})
-    assert t.items[0]["status"] == "error"  # a tool that never answered is marked failed
-    assert t.items[-1]["text"] == "Stopped: run cancelled"
+    assert t.items[0]["status"] == "stopped"  # a tool that never answered was stopped, not failed
+    assert t.items[-1] == {"kind": "stopped", "id": "stopped-1", "text": "Stopped: run cancelled"}
+    t.apply({"type": "error", "data": {"message": "boom", "type": "RuntimeError"}})
+    assert t.items[-1]["kind"] == "error"
     assert "waiting" in t.to_text()
 
 
