@@ -246,7 +246,7 @@ class EmbeddedChatModel(BaseChatModel):
         for generation in result.generations:
             message = generation.message
             if names and isinstance(message, AIMessage) and isinstance(message.content, str):
-                text, calls = parse_tool_calls(message.content, names)
+                text, calls = parse_tool_calls(message.content, names, first_only=True)
                 all_calls = [*message.tool_calls, *calls][:1]  # later calls are invented continuations
                 if only_repeats(all_calls, messages):
                     # Keep any text answer and drop the repeated calls; with no text, ask again.

@@ -51,8 +51,10 @@ class PrefixSnapshots:
     """
 
     def __init__(self, url: str, directory: Path, *, weights_id: str, n_ctx: int,
-                 runtime_version: str | None = None, timeout: float = 120.0) -> None:
+                 runtime_version: str | None = None, timeout: float = 120.0,
+                 client: httpx.Client | None = None) -> None:
         self.url = url.rstrip("/")
+        self._client = client  # injected in tests (httpx.MockTransport); else one request each
         self.directory = directory
         self.weights_id = weights_id
         self.n_ctx = n_ctx
@@ -69,8 +71,9 @@ class PrefixSnapshots:
         return self.directory / f"prefix-{key}.bin"
 
     def _slot(self, action: str, filename: str) -> None:
-        response = httpx.post(f"{self.url}/slots/0", params={"action": action}, json={"filename": filename},
-                              timeout=self.timeout)
+        post = self._client.post if self._client is not None else httpx.post
+        response = post(f"{self.url}/slots/0", params={"action": action}, json={"filename": filename},
+                        timeout=self.timeout)
         if response.status_code != 200:
             raise RuntimeError(f"slot {action} answered {response.status_code}: {response.text[:200]}")
 

@@ -283,15 +283,18 @@ class ToolCallStreamParser:
         return self._take(newline + 1 if newline >= 0 else len(buf))
 
 
-def parse_tool_calls(text: str, tool_names: Collection[str]) -> tuple[str, list[dict[str, Any]]]:
+def parse_tool_calls(
+    text: str, tool_names: Collection[str], *, first_only: bool = False
+) -> tuple[str, list[dict[str, Any]]]:
     """Split ``text`` into (remaining text, tool calls naming one of ``tool_names``).
 
     Accepts bare JSON objects or arrays, ```json fenced blocks and ``<tool_call>`` tags;
     each call is ``{"name": ..., "arguments" | "parameters": {...} or a JSON string}``.
-    Returned calls are LangChain ``ToolCall`` dicts with fresh ids.
+    Returned calls are LangChain ``ToolCall`` dicts with fresh ids. ``first_only`` keeps only the
+    first call and drops everything after it (an invented continuation).
     """
     if not tool_names:
         return text, []
-    parser = ToolCallStreamParser(tool_names)
+    parser = ToolCallStreamParser(tool_names, first_only=first_only)
     shown = parser.feed(text) + parser.finish()
     return shown, parser.tool_calls

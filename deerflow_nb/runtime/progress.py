@@ -98,6 +98,8 @@ async def with_progress(source: AsyncIterator[StreamEvent], interval: float = 2.
         try:
             async for item in source:
                 await queue.put(item)
+        except asyncio.CancelledError:
+            raise  # the consumer cancelled us (it is gone or going): nobody to tell
         except BaseException as exc:  # delivered to the consumer, which re-raises it
             await queue.put(exc)
             return
@@ -116,17 +118,24 @@ async def with_progress(source: AsyncIterator[StreamEvent], interval: float = 2.
             # arrives as the item does, and a cancelled run would then carry on
             if getter is None:
                 getter = asyncio.ensure_future(queue.get())
-            done, _ = await asyncio.wait({getter}, timeout=interval)
+            done, _ = await asyncio.wait({getter, producer}, timeout=interval, return_when=asyncio.FIRST_COMPLETED)
             if not done:
                 yield tracker.event()
+                continue
+            if getter not in done:  # the producer ended: it handed over _DONE or its error, unless cancelled
+                if producer.cancelled():
+                    raise asyncio.CancelledError
                 continue
             item, getter = getter.result(), None
             if item is _DONE:
                 return
             if isinstance(item, BaseException):
                 raise item
+            phase = tracker.phase
             if not tracker.observe(item):
                 yield item
+            elif tracker.phase != phase:  # the model's first token: say so now, not at the next tick
+                yield tracker.event()
     finally:
         if getter is not None:
             getter.cancel()

@@ -262,3 +262,53 @@ def test_servers_are_shared_per_settings(monkeypatch: pytest.MonkeyPatch, tmp_pa
     b = embedded_server.get_embedded_server(tmp_path / "m.gguf", n_ctx=2048)
     c = embedded_server.get_embedded_server(tmp_path / "m.gguf", n_ctx=4096)
     assert a is b and a is not c
+
+
+# -- grammar and tolerant modes (the small profile) ------------------------------------
+
+
+def test_grammar_mode_lists_tools_in_one_line_each_and_constrains_the_reply() -> None:
+    model, client = _model('<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": 3}}\n</tool_call>',
+                           "The sum is 5.", tool_mode="grammar")
+    bound = model.bind_tools([add])
+    reply = bound.invoke([SystemMessage("Be brief."), HumanMessage("2+3?")])
+    assert [(c["name"], c["args"]) for c in reply.tool_calls] == [("add", {"a": 2, "b": 3})]
+    sent, kwargs = client.calls[0]
+    assert "tools" not in kwargs and "tool_choice" not in kwargs  # the schemas stay out of the server's template
+    assert "- add(a, b): Add two integers." in sent[0].text
+    grammar = kwargs["extra_body"]["grammar"]
+    # no tool result yet since the user's message: the reply must be a call
+    assert grammar.startswith("root ::= call\n") and '\\"name\\": \\"add\\"' in grammar
+    followup = [SystemMessage("Be brief."), HumanMessage("2+3?"), reply,
+                ToolMessage("5", tool_call_id=reply.tool_calls[0]["id"])]
+    assert bound.invoke(followup).text == "The sum is 5."
+    _, kwargs = client.calls[1]
+    assert kwargs["extra_body"]["grammar"].startswith("root ::= answer | call\n")  # now it may answer
+
+
+def test_tolerant_mode_sends_no_grammar_and_keeps_only_the_first_call() -> None:
+    two = ('<tools>\n{"name": "add", "arguments": {"a": 1, "b": 2}}\n</tools>\n'
+           '<tool_call>\n{"name": "add", "arguments": {"a": 3, "b": 4}}\n</tool_call>\nThe answer is 3.')
+    model, client = _model(two, two, tool_mode="tolerant")
+    bound = model.bind_tools([add])
+    for reply in (bound.invoke([HumanMessage("1+2?")]), _stream_all(bound, [HumanMessage("1+2?")])[1]):
+        assert [(c["name"], c["args"]) for c in reply.tool_calls] == [("add", {"a": 1, "b": 2})]
+        assert reply.text == ""  # the invented second call and answer are dropped
+    assert all("extra_body" not in kwargs and "tools" not in kwargs for _, kwargs in client.calls)
+
+
+def test_literal_newlines_inside_json_strings_are_accepted() -> None:
+    from deerflow_nb.models.toolcall_parser import parse_tool_calls
+
+    text = '<tool_call>\n{"name": "bash", "arguments": {"command": "python3 -c \'\nprint(1)\n\'"}}\n</tool_call>'
+    shown, calls = parse_tool_calls(text, {"bash"})
+    assert shown == "" and calls[0]["args"] == {"command": "python3 -c '\nprint(1)\n'"}
+
+
+def test_the_embedded_model_asks_for_the_small_profile() -> None:
+    from deerflow_nb.agent.profile import model_profile
+
+    model, _ = _model()
+    assert model_profile(model) == "small"
+    assert model_profile(model, "normal") == "normal"  # models[].profile wins
+    assert model_profile(EmbeddedChatModel(agent_profile="normal", client=_model()[1])) == "normal"

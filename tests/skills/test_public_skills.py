@@ -170,3 +170,39 @@ def test_skill_creator_scaffolds_packages_and_the_archive_installs(tmp_path: Pat
     (folder / ".env").write_text("CRM_TOKEN=oops")
     leak = run("skill-creator", "package_skill.py", folder, "--output", tmp_path / "out2", cwd=tmp_path)
     assert leak.returncode != 0 and "looks like a secret" in leak.stderr
+
+
+def test_table_command_matches_pandas(sales: Path, tmp_path: Path, run):
+    import pandas as pd
+
+    df = pd.read_csv(sales)
+    result = run("data-analysis", "table.py", "stats", sales, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert f"{len(df)} rows, 4 columns (region, month, revenue, units)" in result.stdout
+    mean = df.revenue.mean()
+    assert f"revenue: count {df.revenue.count()}, sum {int(df.revenue.sum())}, mean {mean:.2f}" in result.stdout
+    result = run("data-analysis", "table.py", "group", sales, "--by", "region", "--value", "revenue*units",
+                 "--top", "2", cwd=tmp_path)
+    totals = (df.revenue * df.units).groupby(df.region).sum().sort_values(ascending=False)
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"overall sum: {int((df.revenue * df.units).sum())}"
+    assert lines[2:] == [f"1. {totals.index[0]}: {int(totals.iloc[0])}", f"2. {totals.index[1]}: {int(totals.iloc[1])}"]
+    # "total_units" means units; a count needs no value column
+    counted = run("data-analysis", "table.py", "group", sales, "--by", "region", "--value", "rows", cwd=tmp_path)
+    assert counted.stdout.splitlines()[0] == f"overall count: {len(df)}"
+    assert run("data-analysis", "table.py", "stats", sales, "--column", "total_units",
+               cwd=tmp_path).stdout.endswith(f"units: count {len(df)}, sum {df.units.sum()}, "
+                                             f"mean {df.units.mean():.2f}, min 0, max 6\n")
+
+
+def test_table_command_writes_a_report_and_names_unknown_columns(sales: Path, tmp_path: Path, run):
+    report = tmp_path / "out" / "report.md"
+    result = run("data-analysis", "table.py", "group", sales, "--by", "region", "--value", "units",
+                 "--report", report, cwd=tmp_path)
+    assert result.returncode == 0 and f"wrote the report {report}" in result.stdout
+    text = report.read_text()
+    assert "| units | 25 |" in text and "## Sum of units by region" in text and "| **overall** | **" in text
+    assert not list(report.parent.glob(".*"))  # written through a temporary file, renamed
+    bad = run("data-analysis", "table.py", "group", sales, "--by", "region", "--value", "price", cwd=tmp_path)
+    assert bad.returncode == 1
+    assert "no column 'price'; the columns are: region, month, revenue, units" in bad.stderr

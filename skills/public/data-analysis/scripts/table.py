@@ -95,8 +95,8 @@ def stats(df, source: str, column: str | None) -> str:
     return "\n".join([header, *(column_line(str(name), df[name]) for name in df.columns)])
 
 
-def group(df, by: str, value: str, agg: str, top: int | None) -> tuple[str, list[tuple[str, str]], str]:
-    """(title, [(group, value)] largest first, total) of ``agg`` of ``value`` per ``by``."""
+def group(df, by: str, value: str, agg: str, top: int | None) -> tuple[str, list[tuple[str, str]], str, str]:
+    """(title, [(group, value)] largest first, total, agg used) of ``agg`` of ``value`` per ``by``."""
     keys = _column(df, by)
     if value.strip().lower() in COUNT_WORDS:  # "number of rows per group", however it was asked
         agg, value = "count", ""
@@ -106,7 +106,7 @@ def group(df, by: str, value: str, agg: str, top: int | None) -> tuple[str, list
     if top:
         grouped = grouped.head(top)
     title = f"{agg} of {value} by {by}" if agg != "count" else f"rows by {by}"
-    return title, [(str(k), fmt(v)) for k, v in grouped.items()], fmt(total)
+    return title, [(str(k), fmt(v)) for k, v in grouped.items()], fmt(total), agg
 
 
 def group_text(title: str, rows: list[tuple[str, str]], total: str, agg: str) -> str:
@@ -134,8 +134,9 @@ def report(df, source: str, title: str, by: str | None, value: str | None, agg: 
     if text_cols:
         lines += ["", *(f"- {line}" for line in text_cols)]
     if by and value:
-        heading, rows, total = group(df, by, value, agg, None)
-        lines += ["", f"## {heading[0].upper() + heading[1:]}", "", f"| {by} | {agg} of {value} |", "|---|---:|"]
+        heading, rows, total, agg = group(df, by, value, agg, None)
+        label = f"{agg} of {value}" if agg != "count" else "rows"
+        lines += ["", f"## {heading[0].upper() + heading[1:]}", "", f"| {by} | {label} |", "|---|---:|"]
         lines += [f"| {key} | {val} |" for key, val in rows]
         lines.append(f"| **overall** | **{total}** |")
     return "\n".join(lines) + "\n"
@@ -177,8 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "stats":
         print(stats(df, args.data, args.column))
     elif args.command == "group":
-        title, rows, total = group(df, args.by, args.value, args.agg, args.top)
-        print(group_text(title, rows, total, args.agg))
+        title, rows, total, agg = group(df, args.by, args.value, args.agg, args.top)
+        print(group_text(title, rows, total, agg))
     if args.command != "report":
         if args.report:
             by, value = (args.by, args.value) if args.command == "group" else (None, None)
