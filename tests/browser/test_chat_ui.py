@@ -58,6 +58,11 @@ def test_failed_tool_copy_dark_theme_and_reopened_after_the_kernel_shut_down(bro
     assert tool.locator(".dfw-dot-success").count() == 0
     answer = chat.locator(".dfw-assistant").last
     assert ANSWER in answer.inner_text()
+    # rendered by markdown-it: the table right after a text line, the nested list, the link, highlighted code
+    assert answer.locator("table.dfw-table tbody tr").count() == 2
+    assert answer.locator("ol > li").count() == 3 and answer.locator("ol > li > ul > li").count() == 2
+    assert answer.locator("a[target='_blank']").get_attribute("href") == "https://pandas.pydata.org/docs/"
+    assert answer.locator(".dfw-code .token.keyword").count() >= 1
     chat.screenshot(path=str(ARTIFACTS / "chat_failed_tool_light.png"))
 
     # copy the answer and a code block

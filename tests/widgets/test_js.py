@@ -8,19 +8,25 @@ from importlib import resources
 import pytest
 
 from deerflow_nb.widgets._base import load_esm
+from deerflow_nb.widgets.chat import ChatWidget
 
 NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")
 
 
+SOURCES = ("vendor/markdown-it.min.js", "vendor/prism.min.js", "_markdown.js", "_common.js")
+
+
 def run_js(expression: str):
-    common = resources.files("deerflow_nb.widgets").joinpath("_common.js").read_text("utf-8")
+    """Evaluate ``expression`` under Node with the chat's real renderer and helpers loaded (as in the browser)."""
+    folder = resources.files("deerflow_nb.widgets")
+    code = "\n".join(folder.joinpath(name).read_text("utf-8") for name in SOURCES)
     script = (
-        "const vm = require('vm'); const ctx = {}; vm.createContext(ctx);\n"
-        f"vm.runInContext({json.dumps(common)}, ctx);\n"
+        "const vm = require('vm'); const ctx = {}; ctx.globalThis = ctx; vm.createContext(ctx);\n"
+        f"vm.runInContext({json.dumps(code)}, ctx);\n"
         f"process.stdout.write(JSON.stringify(vm.runInContext({json.dumps(expression)}, ctx)));\n"
     )
-    out = subprocess.run([NODE, "-e", script], capture_output=True, text=True, timeout=60, check=True)
+    out = subprocess.run([NODE, "-"], input=script, capture_output=True, text=True, timeout=60, check=True)
     return json.loads(out.stdout)
 
 
@@ -33,11 +39,11 @@ def test_markdown_renders_blocks_and_escapes_html():
     assert "<h1>Title</h1>" in html
     assert "<strong>bold</strong>" in html and "<code>code &lt;b&gt;</code>" in html
     assert "<script>" not in html and "&lt;script&gt;" in html
-    assert '<table class="dfw-table"><thead><tr><th>a</th><th>b</th></tr></thead>' in html
-    assert "<td>1</td><td>2</td>" in html
+    assert '<table class="dfw-table">' in html and '<th style="text-align:right">b</th>' in html
+    assert '<td>1</td>\n<td style="text-align:right">2</td>' in html
     assert "<li>one</li>" in html and "☑ done" in html
-    assert "print(&#39;&lt;hi&gt;&#39;)" in html and 'data-lang="python"' in html
-    assert '<a href="https://example.org"' in html and 'href="javascript' not in html
+    assert 'data-lang="python"' in html and "&lt;hi" in html and "<hi>" not in html and 'class="token string"' in html
+    assert '<a href="https://example.org" target="_blank"' in html and 'href="javascript' not in html
 
 
 def test_unclosed_fence_while_streaming_renders_as_code():
@@ -64,6 +70,8 @@ def test_browser_validation_mirrors_python():
 def test_each_widget_module_has_a_default_export_and_the_helpers():
     for name in ("chat.js", "human_input.js", "workspace_diff.js"):
         esm = load_esm("_common.js", name)
-        assert "export default { render }" in esm and "function dfMarkdown" in esm
+        assert "export default { render }" in esm and "function dfEl" in esm
         # no network fetches at runtime: the browser may have none
         assert "http://" not in esm.replace("https://example", "") and "import(" not in esm
+    chat = ChatWidget._esm if isinstance(ChatWidget._esm, str) else str(ChatWidget._esm)
+    assert "function dfMarkdown" in chat and "markdownit" in chat and "fetch(" not in chat
