@@ -42,6 +42,7 @@ class WorkspaceDiff(DeerFlowWidget):
     changes: List[Any] = List().tag(sync=True)
     mode = Unicode("unified").tag(sync=True)
     message = Unicode("").tag(sync=True)
+    confirm = Unicode("", help="the path whose copy waits for the user to confirm overwriting").tag(sync=True)
 
     def __init__(self, thread: Any, *, changes: Mapping[str, Any] | None = None, run_id: str | None = None,
                  mode: str = "unified", target_dir: str | os.PathLike[str] | None = None) -> None:
@@ -75,8 +76,13 @@ class WorkspaceDiff(DeerFlowWidget):
                 parts.append(f"\n`{change['path']}`\n\n```diff\n{change['diff'].rstrip()}\n```")
         return "\n".join(parts)
 
-    def copy_to_notebook(self, path: str, target_dir: str | os.PathLike[str] | None = None) -> Path:
-        """Copy ``path`` (a changed file that still exists) next to the notebook; returns the new file."""
+    def copy_to_notebook(self, path: str, target_dir: str | os.PathLike[str] | None = None, *,
+                         overwrite: bool = False) -> Path:
+        """Copy ``path`` (a changed file that still exists) next to the notebook; returns the new file.
+
+        An existing file of that name is only replaced with ``overwrite=True``; otherwise
+        :class:`FileExistsError` is raised (the widget's button then asks first).
+        """
         known = {c["path"]: c for c in self.changes}
         if path not in known:
             raise UsageError(f"{path!r} is not one of this run's changed files")
@@ -85,7 +91,10 @@ class WorkspaceDiff(DeerFlowWidget):
         data, _mime = read_artifact(self.thread, path)
         folder = Path(target_dir or self.target_dir or Path.cwd())
         target = folder / posixpath.basename(path)
+        if target.exists() and not overwrite:
+            raise FileExistsError(f"{target} already exists; pass overwrite=True to replace it")
         atomic_write_bytes(target, data)
+        self.confirm = ""
         self.message = f"Copied {posixpath.basename(path)} to {target}"
         return target
 
@@ -93,9 +102,14 @@ class WorkspaceDiff(DeerFlowWidget):
         if not isinstance(content, dict):
             return
         if content.get("kind") == "copy":
+            path = str(content.get("path"))
             try:
-                self.copy_to_notebook(str(content.get("path")))
+                self.copy_to_notebook(path, overwrite=bool(content.get("overwrite")))
+            except FileExistsError:
+                self.message, self.confirm = f"{posixpath.basename(path)} is already in the notebook folder.", path
             except (UsageError, OSError, LookupError) as exc:
                 self.message = f"Copy failed: {exc}"
+        elif content.get("kind") == "cancel":
+            self.message, self.confirm = "Not copied.", ""
         elif content.get("kind") == "mode" and content.get("mode") in {"unified", "split"}:
             self.mode = content["mode"]

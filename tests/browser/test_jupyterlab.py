@@ -80,11 +80,18 @@ def test_form_card_is_filled_in_and_the_agent_continues(browser_page, lab):
     card.get_by_role("button", name="Submit").click()
     assert "Please fix the highlighted fields." in card.inner_text()
     assert "must be agreed to" in card.inner_text()
+    # each invalid field is highlighted with its reason (region has a default, so it is valid)
+    invalid = card.locator(".dfw-field-invalid")
+    assert sorted(invalid.evaluate_all("rows => rows.map(r => r.dataset.field)")) == ["confirm", "metric"]
+    assert card.locator("[data-field='metric'] .dfw-field-error").inner_text() == "is required"
+    assert card.get_by_role("button", name="Skip").count() == 1
+    card.screenshot(path=str(ARTIFACTS / "form_card_invalid.png"))
     card.locator("select[name='region']").select_option("North")
     card.locator("select[name='metric']").select_option("revenue")
     card.locator("textarea[name='notes']").fill("Round to two decimals.")
     card.locator("input[name='confirm']").check()
     assert "Please fix" not in card.inner_text()  # the message goes once the fields are valid
+    assert card.locator(".dfw-field-invalid").count() == 0
     card.screenshot(path=str(ARTIFACTS / "form_card_filled.png"))
     card.get_by_role("button", name="Submit").click()
     chat = page.locator(".dfw-chat").first

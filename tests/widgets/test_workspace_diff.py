@@ -37,6 +37,16 @@ def test_copy_output_into_the_notebook_directory(tmp_path, comm_log):
     front_end_send(diff, {"kind": "copy", "path": "/mnt/user-data/outputs/report.md"})
     assert (tmp_path / "report.md").read_bytes() == b"hello\n"
     assert diff.message.startswith("Copied report.md")
+    # a second copy asks before overwriting: nothing is written until the user confirms
+    (tmp_path / "report.md").write_bytes(b"mine\n")
+    front_end_send(diff, {"kind": "copy", "path": "/mnt/user-data/outputs/report.md"})
+    assert diff.confirm == "/mnt/user-data/outputs/report.md" and (tmp_path / "report.md").read_bytes() == b"mine\n"
+    front_end_send(diff, {"kind": "cancel"})
+    assert diff.confirm == "" and (tmp_path / "report.md").read_bytes() == b"mine\n"
+    front_end_send(diff, {"kind": "copy", "path": "/mnt/user-data/outputs/report.md", "overwrite": True})
+    assert (tmp_path / "report.md").read_bytes() == b"hello\n" and diff.confirm == ""
+    with pytest.raises(FileExistsError):
+        diff.copy_to_notebook("/mnt/user-data/outputs/report.md")
     front_end_send(diff, {"kind": "copy", "path": "/mnt/user-data/workspace/old.txt"})
     assert "deleted" in diff.message
     with pytest.raises(UsageError, match="not one of"):
@@ -45,7 +55,8 @@ def test_copy_output_into_the_notebook_directory(tmp_path, comm_log):
     assert diff.mode == "split" and comm_log.updates(diff, "mode")[-1]["mode"] == "split"
 
 
-def test_default_target_is_the_current_directory(comm_log):
+def test_default_target_is_the_current_directory(comm_log, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     thread = FakeThread({"/mnt/user-data/outputs/report.md": b"x"})
     target = WorkspaceDiff(thread).copy_to_notebook("/mnt/user-data/outputs/report.md")
     assert target == Path.cwd() / "report.md" and target.read_bytes() == b"x"
@@ -61,3 +72,24 @@ def test_text_fallbacks(comm_log):
     assert empty._text() == "No workspace changes."
     with pytest.raises(UsageError, match="mode"):
         WorkspaceDiff(FakeThread({}), changes=CHANGES, mode="sideways")
+
+
+def test_diff_rows_keep_blank_and_dash_lines():
+    from .test_js import NODE, run_js
+
+    if NODE is None:
+        pytest.skip("node is not installed")
+    import json
+
+    diff = ("--- a/notes.txt\n+++ b/notes.txt\n@@ -1,4 +1,4 @@\n first\n \n--- a separator\n+++ a plus line\n"
+            "\n last\n")
+    from importlib import resources
+
+    code = resources.files("deerflow_nb.widgets").joinpath("workspace_diff.js").read_text("utf-8")
+    code = code.replace("export default { render };", "")
+    rows = run_js(code + f"\ndfDiffRows({json.dumps(diff)})")
+    kinds = [(r["kind"], r["text"], r.get("old"), r.get("new")) for r in rows]
+    assert kinds[:3] == [("meta", "--- a/notes.txt", None, None), ("meta", "+++ b/notes.txt", None, None),
+                         ("hunk", "@@ -1,4 +1,4 @@", None, None)]
+    assert kinds[3:] == [("ctx", "first", 1, 1), ("ctx", "", 2, 2), ("del", "-- a separator", 3, None),
+                         ("add", "++ a plus line", None, 3), ("ctx", "", 4, 4), ("ctx", "last", 5, 5)]
