@@ -35,6 +35,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "HTTP_STATUSES",
     "ConfigError",
     "DeerFlowError",
     "HumanInputRequired",
@@ -51,6 +52,9 @@ __all__ = [
     "SandboxPathError",
     "SandboxTimeoutError",
     "SyncInAsyncError",
+    "error_for",
+    "register_error",
+    "status_for",
     "ThreadBusyError",
     "UsageError",
 ]
@@ -186,3 +190,47 @@ def run_error(*, run_id: str | None, status: str, stop_reason: str | None, cause
     text = (cause or status).strip().splitlines()[0] if (cause or status).strip() else status
     message = f"run {run_id} ended with status {status}{reason}: {text}"
     return cls(message, run_id=run_id, detail=detail, status=status, stop_reason=stop_reason, cause=cause)
+
+
+# -- HTTP: one status <-> exception table, shared by the server's handlers and the HTTP client --------
+#: Most specific first: a handler answers an exception with the first matching status; the
+#: HTTP client raises the class named in the body (``error_type``) or, failing that, the
+#: class of the status. So the same call raises the same exception in both modes.
+HTTP_STATUSES: tuple[tuple[type[DeerFlowError], int], ...] = (
+    (NotFoundError, 404),
+    (SandboxPathError, 403),
+    (ThreadBusyError, 409),
+    (UsageError, 422),
+    (DeerFlowError, 500),
+)
+_BY_NAME: dict[str, type[DeerFlowError]] = {}
+
+
+def status_for(exc: DeerFlowError) -> int:
+    """The HTTP status a handler answers ``exc`` with."""
+    return next(status for cls, status in HTTP_STATUSES if isinstance(exc, cls))
+
+
+def register_error(cls: type[DeerFlowError]) -> type[DeerFlowError]:
+    """Let the HTTP client raise ``cls`` itself when a route names it (``error_type``); a class decorator."""
+    _BY_NAME[cls.__name__] = cls
+    return cls
+
+
+def error_for(status: int, message: str, error_type: str | None = None) -> DeerFlowError:
+    """The exception the HTTP client raises for an error answer (``{"message", "error_type"}``)."""
+    cls = _BY_NAME.get(error_type or "")
+    if cls is None:
+        if status in {400, 422}:
+            cls = UsageError
+        else:
+            cls = next((c for c, s in HTTP_STATUSES if s == status), DeerFlowError)
+    try:
+        return cls(message)
+    except TypeError:  # a class with a richer constructor: fall back to its status family
+        return next(c for c, _ in HTTP_STATUSES if issubclass(cls, c))(message)
+
+
+for _cls in (DeerFlowError, UsageError, ConfigError, ModelNotFoundError, NoModelConfiguredError, ThreadBusyError,
+             NotFoundError, SandboxError, SandboxPathError, SandboxTimeoutError):
+    register_error(_cls)

@@ -1,7 +1,7 @@
 """``DeerFlowService``: the extension's bridge from tornado handlers to the runtime.
 
-The runtime (an embedded :class:`~deerflow_nb.DeerFlow` client: engine, stores,
-run manager, stream bridge) lives on its own private event loop, so agent work never
+The runtime (:class:`~deerflow_nb.runtime.engine.Runtime`: stores, run manager, stream
+bridge, feature services) lives on its own private event loop, so agent work never
 stalls the Jupyter server's loop (kernels, Lab UI). Handlers ``await`` coroutines on
 that loop through :meth:`DeerFlowService.call` and :meth:`DeerFlowService.iterate`.
 """
@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from deerflow_nb.client.engine import EmbeddedEngine
-    from deerflow_nb.client.facade import DeerFlow
+    from deerflow_nb.runtime.engine import Runtime
+    from deerflow_nb.runtime.gateway import Gateway
 
 __all__ = ["DeerFlowService"]
 
@@ -24,13 +24,13 @@ T = TypeVar("T")
 class DeerFlowService:
     """One per server process. Create with :meth:`start`; close with :meth:`stop`."""
 
-    def __init__(self, client: DeerFlow) -> None:
-        self.client = client
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
 
     @classmethod
     def start(cls, *, config_path: str | None, home: str | None, sandbox: str | None) -> DeerFlowService:
-        """Build the client (config errors surface here, at server start) and open persistence."""
-        from deerflow_nb.client.facade import DeerFlow
+        """Build the runtime (config errors surface here, at server start) and open persistence."""
+        from deerflow_nb.runtime.engine import Runtime
 
         provider = None
         if sandbox:
@@ -41,24 +41,31 @@ class DeerFlowService:
             startup = load_config(Path(config_path) if config_path else None)
             startup = startup.model_copy(update={"sandbox": startup.sandbox.model_copy(update={"use": sandbox})})
             provider = create_sandbox_provider(startup, Paths(resolve_home(startup.home, home)))
-        client = DeerFlow(config_path, home=home, sandbox=provider)
-        service = cls(client)
-        client._loop.run(client._engine.store(), method="DeerFlowService.start")  # recovers orphans now
-        return service
+        runtime = Runtime(config_path=config_path, home=home, sandbox_provider=provider)
+        return cls(runtime.start())  # recovers orphans now
 
     @property
-    def engine(self) -> EmbeddedEngine:
-        """The shared engine (every call passes the requesting ``user_id``)."""
-        return self.client._engine
+    def engine(self) -> Runtime:
+        """The shared runtime (every call passes the requesting ``user_id``)."""
+        return self.runtime
+
+    @property
+    def gateway(self) -> Gateway:
+        """The runtime's DeerFlow-route answers."""
+        return self.runtime.gateway
 
     async def call(self, coro: Coroutine[Any, Any, T]) -> T:
         """Await ``coro`` on the runtime's loop."""
-        return await self.client._loop.arun(coro)
+        return await self.runtime.loop.arun(coro)
+
+    def submit(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        """Schedule ``coro`` on the runtime's loop without waiting."""
+        return self.runtime.loop.submit(coro)
 
     def iterate(self, factory: Callable[[], AsyncIterator[T]]) -> AsyncIterator[T]:
         """Drive an async iterator on the runtime's loop from the server's loop."""
-        return self.client._loop.aiterate(factory)
+        return self.runtime.loop.aiterate(factory)
 
     def stop(self) -> None:
         """Cancel active runs (stored as ``interrupted``), close the database, stop the loop."""
-        self.client.close()
+        self.runtime.close()

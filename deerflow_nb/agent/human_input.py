@@ -12,18 +12,27 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from deerflow_nb.errors import UsageError
+
+if TYPE_CHECKING:
+    from langchain_core.messages import HumanMessage
 
 __all__ = [
     "FIELD_TYPES",
     "MAX_FIELDS",
     "MAX_FORM_SERIALIZED_BYTES",
+    "MAX_HEADLESS_ROUNDS",
     "MAX_OPTIONS",
     "MAX_TEXT",
+    "Responses",
     "build_human_input_request",
+    "build_response_message",
     "clean_options",
     "format_request_text",
+    "headless_answer",
     "normalize_fields",
     "summarize_form_answer",
     "validate_form_answer",
@@ -235,3 +244,56 @@ def summarize_form_answer(fields: list[dict[str, Any]], values: Mapping[str, Any
             shown = str(value)
         lines.append(f"{field['label']}: {shown}")
     return "\n".join(lines)
+
+
+# -- answers ----------------------------------------------------------------------------
+#: Headless answers: a fixed answer, a mapping, or a callable ``request -> answer``.
+Responses = str | Mapping[str, Any] | Callable[[dict[str, Any]], Any]
+#: How many human-input rounds ``chat(responses=...)`` answers before giving up.
+MAX_HEADLESS_ROUNDS = 10
+
+
+def build_response_message(request: Mapping[str, Any], answer: Any) -> HumanMessage:
+    """The hidden human message answering ``request`` (v1 response protocol).
+
+    A form answer (a mapping of field values) is validated and sent as a readable
+    text summary; a choice that matches an option is sent as ``option``.
+    Raises :class:`~deerflow_nb.errors.UsageError` naming the problem for an invalid answer.
+    """
+    from langchain_core.messages import HumanMessage
+
+    if answer is None or (isinstance(answer, str) and not answer.strip()):
+        raise UsageError("the answer must not be empty")
+    response: dict[str, Any] = {"source": "ask_clarification", "tool_call_id": request.get("tool_call_id")}
+    if request.get("mode") == "form":
+        if not isinstance(answer, Mapping):
+            raise UsageError("this request is a form: answer with a dict of field values, "
+                             f"fields: {[f['name'] for f in request.get('fields', [])]}")
+        try:
+            values = validate_form_answer(request["fields"], answer)
+        except ValueError as exc:
+            raise UsageError(f"invalid form answer: {exc}") from None
+        text = summarize_form_answer(request["fields"], values)
+        response.update(response_kind="text", text=text)
+    elif isinstance(answer, str) and answer.strip() in request.get("options", []):
+        text = answer.strip()
+        response.update(response_kind="option", option=text)
+    else:
+        text = str(answer).strip()
+        response.update(response_kind="text", text=text)
+    return HumanMessage(content=text, additional_kwargs={"hide_from_ui": True, "human_input_response": response})
+
+
+def headless_answer(request: dict[str, Any], responses: Responses) -> Any:
+    """Pick the answer for ``request`` from ``responses`` (``None`` when it has none)."""
+    if callable(responses):
+        return responses(request)
+    if isinstance(responses, str):
+        return responses
+    if request.get("mode") == "form":
+        names = {f["name"] for f in request.get("fields", [])}
+        return {k: v for k, v in responses.items() if k in names}
+    for key in (request.get("question"), request.get("clarification_type"), "*"):
+        if isinstance(key, str) and key in responses:
+            return responses[key]
+    return None

@@ -1,29 +1,38 @@
-"""``DeerFlow``: the notebook user's entry point (embedded, in-process mode)."""
+"""``DeerFlow``: the notebook user's entry point, embedded (in-process) or connected to a server.
+
+One class for both modes: ``DeerFlow(...)`` runs the agent in this process (through a
+:class:`~deerflow_nb.client.local.LocalBackend` over a
+:class:`~deerflow_nb.runtime.engine.Runtime`); ``DeerFlow.connect(...)`` talks to the
+``deerflow`` Jupyter server extension (through an :class:`~deerflow_nb.client.http.HttpBackend`).
+"""
 
 from __future__ import annotations
 
 import atexit
 import logging
+import os
 import uuid
 import weakref
+from collections.abc import Iterable, Mapping
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 
-from deerflow_nb.client.engine import EmbeddedEngine, RunOptions
-from deerflow_nb.client.loop import BackgroundLoop
-from deerflow_nb.client.mixins.extensions import ExtensionsMixin
-from deerflow_nb.client.mixins.memory import MemoryMixin
-from deerflow_nb.client.mixins.skills import SkillsMixin
-from deerflow_nb.client.mixins.ui import UiMixin
+from deerflow_nb.client.features import Mcp, Memory, Skills, Subagents
 from deerflow_nb.client.thread import Thread
 from deerflow_nb.config import validate_id
 from deerflow_nb.errors import UsageError
 from deerflow_nb.sandbox import SandboxProvider
 
 if TYPE_CHECKING:
-    from deerflow_nb.client.remote import RemoteDeerFlow
+    import httpx
+
+    from deerflow_nb.client.backend import Backend
+    from deerflow_nb.uploads import UploadSource
+    from deerflow_nb.usage import Since
+    from deerflow_nb.widgets import ChatWidget
 
 __all__ = ["DeerFlow"]
 
@@ -36,8 +45,8 @@ def _log_failure(future: Any) -> None:
         logger.warning("could not register a new thread: %s", future.exception())
 
 
-class DeerFlow(SkillsMixin, MemoryMixin, ExtensionsMixin, UiMixin):
-    """The DeerFlow agent, embedded in this process.
+class DeerFlow:
+    """The DeerFlow agent: embedded in this process, or served by Jupyter (:meth:`connect`).
 
     Args:
         config_path: ``config.yaml`` to use (default: discovered, else built-in defaults).
@@ -47,10 +56,13 @@ class DeerFlow(SkillsMixin, MemoryMixin, ExtensionsMixin, UiMixin):
         home: data directory (default: ``DEER_FLOW_HOME`` > config ``home`` > ``~/.deer-flow``).
         user_id: whose threads, memory and files these are.
         persistence: ``"sqlite"`` (default, survives restarts) or ``"memory"`` (throwaway).
-        sandbox: a :class:`~deerflow_nb.sandbox.SandboxProvider` to use instead of the configured one.
+        sandbox: a :class:`~deerflow_nb.sandbox.SandboxProvider` to use instead of the configured one
+            (a local capability: a server uses its own).
         interactive: ``False`` for headless pipelines: runs never ask questions (no
             ``ask_clarification``; the model proceeds on stated assumptions). Per run:
             ``non_interactive=True``.
+        backend: an already built :class:`~deerflow_nb.client.backend.Backend` (the other
+            arguments must then be left out); :meth:`connect` passes the HTTP one.
     """
 
     def __init__(
@@ -65,106 +77,211 @@ class DeerFlow(SkillsMixin, MemoryMixin, ExtensionsMixin, UiMixin):
         persistence: str | None = None,
         sandbox: SandboxProvider | None = None,
         interactive: bool = True,
+        backend: Backend | None = None,
     ) -> None:
-        if model is not None and not isinstance(model, (str, BaseChatModel)):
-            raise UsageError(f"model must be a configured model name or a LangChain chat model, got {model!r}")
-        self._defaults = RunOptions(plan_mode=plan_mode, subagent_enabled=subagents, non_interactive=not interactive)
-        self._engine = EmbeddedEngine(config_path=config_path, model=model, defaults=self._defaults, home=home,
-                                      user_id=user_id, persistence=persistence, sandbox_provider=sandbox)
-        self._loop = BackgroundLoop()
-        self._engine.plugins = self._make_plugins()
+        if backend is None:
+            from deerflow_nb.client.local import LocalBackend
+            from deerflow_nb.runtime.engine import RunOptions, Runtime
+
+            if model is not None and not isinstance(model, (str, BaseChatModel)):
+                raise UsageError(f"model must be a configured model name or a LangChain chat model, got {model!r}")
+            defaults = RunOptions(plan_mode=plan_mode, subagent_enabled=subagents, non_interactive=not interactive)
+            backend = LocalBackend(Runtime(config_path=config_path, model=model, defaults=defaults, home=home,
+                                           user_id=user_id, persistence=persistence, sandbox_provider=sandbox))
+        self.backend: Backend = backend
         _LIVE.add(self)
 
     def __repr__(self) -> str:
-        return f"<DeerFlow user={self.user_id!r} home={str(self.home)!r}>"
+        return f"<DeerFlow {self.backend!r}>"
 
-    @staticmethod
-    def connect(url: str | None = None, token: str | None = None) -> RemoteDeerFlow:
-        """The agent served by the Jupyter server extension, over HTTP (same ``Thread``/``Run`` API).
+    @classmethod
+    def connect(cls, url: str | None = None, token: str | None = None, *,
+                transport: httpx.AsyncBaseTransport | None = None) -> DeerFlow:
+        """The agent served by the Jupyter server extension, over HTTP (the same API).
 
         With no arguments, inside a kernel, it finds its own server (JupyterHub's
-        environment, or the running-server files Jupyter writes).
+        environment, or the running-server files Jupyter writes). Runs live in the
+        server, so they outlive the kernel.
         """
-        from deerflow_nb.client.remote import RemoteDeerFlow
+        from deerflow_nb.client.http import HttpBackend
+        from deerflow_nb.client.remote import discover_server
 
-        return RemoteDeerFlow(url, token)
+        api_url, api_token = discover_server(url, token)
+        return cls(backend=HttpBackend(api_url, api_token, transport=transport))
+
+    @property
+    def url(self) -> str | None:
+        """The gateway URL in server mode (``None`` when embedded)."""
+        return getattr(self.backend, "url", None)
 
     @property
     def user_id(self) -> str:
-        """The user whose data this client reads and writes."""
-        return self._engine.user_id
+        """The user whose data this client reads and writes (server mode: as the server sees you)."""
+        if self.backend.user_id == "?":
+            self.backend.user_id = str(self.health()["user_id"])
+        return self.backend.user_id
 
     @property
     def home(self) -> Path:
-        """The data directory."""
-        return self._engine.paths.home
+        """The data directory (embedded only)."""
+        return Path(self.backend.local("runtime").paths.home)
 
-    # -- threads -------------------------------------------------------------------
+    @property
+    def runtime(self) -> Any:
+        """The in-process :class:`~deerflow_nb.runtime.engine.Runtime` (embedded only)."""
+        return self.backend.local("runtime")
+
+    # -- threads -------------------------------------------------------------------------
     def thread(self, thread_id: str | None = None) -> Thread:
         """A new thread, or the existing thread ``thread_id`` (created if it does not exist)."""
         new = thread_id is None
         thread_id = validate_id(thread_id, "thread_id") if thread_id is not None else str(uuid.uuid4())
-        if new and self._engine.store_open and not self._loop.in_loop():
+        loop = self.backend.loop
+        if new and self.backend.defer_new_threads and not loop.in_loop():
             # a generated id cannot collide and costs no I/O: register it without waiting; the
             # loop runs it before anything submitted later (a chat on the thread, a listing)
-            self._loop.submit(self._ensure_thread(thread_id, new=True)).add_done_callback(_log_failure)
+            loop.submit(self.backend.create_thread(thread_id, new=True)).add_done_callback(_log_failure)
         else:
-            self._loop.run(self._ensure_thread(thread_id, new=new), method="DeerFlow.thread")
+            loop.run(self.backend.create_thread(thread_id, new=new), method="DeerFlow.thread")
         return Thread(self, thread_id)
 
     async def athread(self, thread_id: str | None = None) -> Thread:
         """Async twin of :meth:`thread`."""
         new = thread_id is None
         thread_id = validate_id(thread_id, "thread_id") if thread_id is not None else str(uuid.uuid4())
-        await self._loop.arun(self._ensure_thread(thread_id, new=new))
+        await self.backend.loop.arun(self.backend.create_thread(thread_id, new=new))
         return Thread(self, thread_id)
-
-    async def _ensure_thread(self, thread_id: str, *, new: bool = False) -> None:
-        # a generated id cannot exist yet: no lookup, and its row comes with its first run
-        store = await self._engine.store()
-        await store.ensure_thread(thread_id, self.user_id, new=new)
-
-    async def _athreads(self, limit: int | None) -> list[dict[str, Any]]:
-        store = await self._engine.store()
-        return [r.to_dict() for r in await store.list_threads(self.user_id, limit)]
 
     def threads(self, limit: int | None = None) -> list[dict[str, Any]]:
         """The threads of this user, most recently active first, with titles."""
-        return self._loop.run(self._athreads(limit), method="DeerFlow.threads")
+        return self.backend.loop.run(self.backend.list_threads(limit), method="DeerFlow.threads")
 
     async def athreads(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Async twin of :meth:`threads`."""
-        return await self._loop.arun(self._athreads(limit))
+        return await self.backend.loop.arun(self.backend.list_threads(limit))
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete a thread's history (its files stay on disk)."""
-        self._loop.run(self._adelete(thread_id), method="DeerFlow.delete_thread")
+        self.backend.loop.run(self.backend.delete_thread(thread_id), method="DeerFlow.delete_thread")
 
-    async def _adelete(self, thread_id: str) -> None:
-        store = await self._engine.store()
-        await store.delete_thread(thread_id, self.user_id)
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Async twin of :meth:`delete_thread`."""
+        await self.backend.loop.arun(self.backend.delete_thread(thread_id))
 
-    # -- gateway-equivalent methods ---------------------------------------------------
+    def ui(self, message: str | None = None, *, thread_id: str | None = None,
+           options: Mapping[str, Any] | None = None, **run_options: Any) -> ChatWidget:
+        """A chat widget on a new thread (or the existing ``thread_id``); see :meth:`Thread.ui`."""
+        return self.thread(thread_id).ui(message, options=options, **run_options)
+
+    # -- feature objects -----------------------------------------------------------------
+    @cached_property
+    def skills(self) -> Skills:
+        """The user's skills: ``list()``, ``get()``, ``enable()``, ``disable()``, ``install()``, ``uninstall()``."""
+        return Skills(self.backend)
+
+    @cached_property
+    def memory(self) -> Memory:
+        """The user's long-term memory (see :class:`~deerflow_nb.client.features.Memory`)."""
+        return Memory(self.backend)
+
+    @cached_property
+    def mcp(self) -> Mcp:
+        """MCP servers: ``config()``, ``update(servers)``, ``tools()``, ``errors``, ``reload()``."""
+        return Mcp(self.backend)
+
+    @cached_property
+    def subagents(self) -> Subagents:
+        """The subagent types (``.list()``) and the optional model override (``.model``); embedded only."""
+        return Subagents(self.backend)
+
+    # -- gateway-equivalent methods (each returns what its route returns) -----------------
+    def _call(self, coro: Any, method: str) -> Any:
+        return self.backend.loop.run(coro, method=method)
+
     def list_models(self) -> dict[str, Any]:
         """``{"models": [...]}`` exactly as ``GET /models`` returns it."""
-        from deerflow_nb.models import list_models
-
-        return list_models(self._engine.config)
+        return self._call(self.backend.gateway("list_models"), "DeerFlow.list_models")  # type: ignore[no-any-return]
 
     def get_model(self, name: str) -> dict[str, Any]:
         """One model as ``GET /models/{name}`` returns it."""
-        from deerflow_nb.models import get_model
+        return self._call(self.backend.gateway("get_model", name), "DeerFlow.get_model")  # type: ignore[no-any-return]
 
-        return get_model(name, self._engine.config)
+    def health(self) -> dict[str, Any]:
+        """``GET /health``: status, database, who you are, your active runs."""
+        return self._call(self.backend.gateway("health"), "DeerFlow.health")  # type: ignore[no-any-return]
 
-    # -- lifecycle -----------------------------------------------------------------
+    def list_skills(self) -> dict[str, Any]:
+        """``{"skills": [...]}`` exactly as ``GET /skills`` returns it."""
+        return self.skills.response()
+
+    def get_skill(self, name: str) -> dict[str, Any]:
+        """One skill as ``GET /skills/{name}`` returns it."""
+        return self.skills.response_of(name)
+
+    def update_skill(self, name: str, enabled: bool) -> dict[str, Any]:
+        """Enable or disable a skill, as ``PUT /skills/{name}`` does; returns the updated skill."""
+        return self.skills.update(name, enabled)
+
+    def install_skill(self, path: str | os.PathLike[str]) -> dict[str, Any]:
+        """Install a local ``.skill`` archive, as ``POST /skills/install`` does."""
+        return self.skills.install_response(path)
+
+    def get_memory(self) -> dict[str, Any]:
+        """The memory document as ``GET /memory`` returns it."""
+        return self.memory.document()
+
+    def reload_memory(self) -> dict[str, Any]:
+        """Re-read memory from disk, as ``POST /memory/reload`` does; returns the document."""
+        return self.memory.reload_document()
+
+    def get_memory_config(self) -> dict[str, Any]:
+        """The memory settings as ``GET /memory/config`` returns them."""
+        return self.memory.settings()
+
+    def get_memory_status(self) -> dict[str, Any]:
+        """``{"config": ..., "data": ...}`` as ``GET /memory/status`` returns it."""
+        return self.memory.overview()
+
+    def get_mcp_config(self) -> dict[str, Any]:
+        """``{"mcp_servers": {...}}`` exactly as ``GET /mcp/config`` returns it."""
+        return self.mcp.get_mcp_config()
+
+    def update_mcp_config(self, servers: Mapping[str, Any]) -> dict[str, Any]:
+        """Replace the MCP servers (``PUT /mcp/config``); the agent is rebuilt with the new tools."""
+        return self.mcp.update_mcp_config(servers)
+
+    def upload_files(self, thread_id: str, files: Iterable[UploadSource]) -> dict[str, Any]:
+        """Upload files to a thread (``POST /threads/{id}/uploads``); all or nothing."""
+        return Thread(self, thread_id).upload(list(files))
+
+    def list_uploads(self, thread_id: str) -> dict[str, Any]:
+        """``{"files": [...], "count": N}`` as ``GET /threads/{id}/uploads/list`` returns it."""
+        return Thread(self, thread_id).uploads()
+
+    def delete_upload(self, thread_id: str, filename: str) -> dict[str, Any]:
+        """Delete one upload (``DELETE /threads/{id}/uploads/{filename}``)."""
+        return Thread(self, thread_id).delete_upload(filename)
+
+    def get_artifact(self, thread_id: str, path: str) -> tuple[bytes, str]:
+        """``(content, mime_type)`` of a ``/mnt/user-data/...`` file of the thread."""
+        return Thread(self, thread_id).artifact(path)
+
+    def usage(self, since: Since = None) -> dict[str, Any]:
+        """Token usage and cost of this user's runs (from ``since`` on), overall and per model."""
+        return self._call(self.backend.usage(None, since), "DeerFlow.usage")  # type: ignore[no-any-return]
+
+    async def ausage(self, since: Since = None) -> dict[str, Any]:
+        """Async twin of :meth:`usage`."""
+        return await self.backend.loop.arun(self.backend.usage(None, since))
+
+    # -- lifecycle -----------------------------------------------------------------------
     def close(self) -> None:
-        """Cancel active runs, close the database, stop the private loop."""
-        self._loop.stop(self._engine.aclose)
+        """Cancel active runs (embedded), close connections and the database, stop the private loop."""
+        self.backend.loop.stop(self.backend.aclose)
 
     async def aclose(self) -> None:
         """Async twin of :meth:`close` (the private loop keeps running until ``close``)."""
-        await self._loop.arun(self._engine.aclose())
+        await self.backend.loop.arun(self.backend.aclose())
 
     def __enter__(self) -> DeerFlow:
         return self

@@ -1,4 +1,4 @@
-"""``Run``: a handle on a background run."""
+"""``Run``: a handle on a background run, the same in both modes."""
 
 from __future__ import annotations
 
@@ -6,60 +6,52 @@ import asyncio
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
-from deerflow_nb.errors import RunError, run_error
-from deerflow_nb.runtime import BridgeEvent, StreamEvent
+from deerflow_nb.client.backend import RunOutcome, failure_of
+from deerflow_nb.runtime.events import StreamEvent
 
 if TYPE_CHECKING:
-    from deerflow_nb.client.loop import BackgroundLoop
-    from deerflow_nb.runtime import RunManager, RunRecord
+    from deerflow_nb.client.backend import Backend
 
-__all__ = ["Run", "failure_of", "run_result"]
+__all__ = ["Run", "failure_of"]
 
 
 class Run:
-    """A run executing in the background; the cell that started it has already returned.
+    """A run executing in the background (in this process or in the server).
 
     ``events()`` replays what the stream bridge still holds (the whole run unless it
     produced more than ``stream_bridge.queue_maxsize`` events and finished a while ago),
-    so several consumers (a widget, a script) see the run.
+    so several consumers (a widget, a script) see the run; each call replays afresh.
     """
 
-    def __init__(self, record: RunRecord, manager: RunManager, loop: BackgroundLoop) -> None:
-        self._record = record
-        self._manager = manager
-        self._loop = loop
+    def __init__(self, backend: Backend, thread_id: str, run_id: str) -> None:
+        self._backend = backend
+        self._loop = backend.loop
+        self.thread_id = thread_id
+        self.run_id = run_id
+        self._outcome: RunOutcome | None = None
+        self._end: dict[str, Any] | None = None  # the ``end`` event, once an events() loop saw it
 
     def __repr__(self) -> str:
         return f"<Run {self.run_id} thread={self.thread_id} status={self.status}>"
 
     @property
-    def run_id(self) -> str:
-        """The run's id (also on its input message and in its runtime context)."""
-        return self._record.run_id
-
-    @property
-    def thread_id(self) -> str:
-        """The thread the run belongs to."""
-        return self._record.thread_id
-
-    @property
     def status(self) -> str:
         """``pending``, ``running``, ``success``, ``error``, ``timeout`` or ``interrupted``."""
-        return self._record.status
+        if self._outcome is not None:
+            return self._outcome.status
+        return self._loop.run(self._backend.run_status(self.thread_id, self.run_id), method="Run.status")
 
     @property
     def done(self) -> bool:
         """Whether the run has finished."""
-        return self._record.done
+        return self._outcome is not None or self.status not in {"pending", "running"}
 
     async def _batches(self, start: int) -> AsyncIterator[list[StreamEvent]]:
-        bridge = self._manager.bridge
-        if not bridge.has(self.run_id):
-            return  # finished long ago: its events are in the journal (thread.run_events)
-        async for batch in bridge.subscribe_batches(self.run_id, str(start) if start else None):
-            events = [item.event for item in batch if isinstance(item, BridgeEvent)]
-            if events:
-                yield events
+        async for batch in self._backend.run_batches(self.thread_id, self.run_id, start):
+            for event in batch:
+                if event.type == "end" and isinstance(event.data, dict):
+                    self._end = event.data
+            yield batch
 
     def events(self, start: int = 0) -> Iterator[StreamEvent]:
         """Iterate the run's events (blocking), after the first ``start`` events."""
@@ -73,6 +65,11 @@ class Run:
             for event in batch:
                 yield event
 
+    async def _await(self) -> str:
+        if self._outcome is None:
+            self._outcome = await self._backend.wait_run(self.thread_id, self.run_id)
+        return self._outcome.result()
+
     def wait(self) -> str:
         """Block until the run ends; return the final answer text.
 
@@ -81,20 +78,18 @@ class Run:
         not succeed. Ctrl-C (a kernel interrupt) while waiting cancels the run.
         """
         try:
-            self._loop.run(self._record.wait(), method="Run.wait")
+            return self._loop.run(self._await(), method="Run.wait")
         except KeyboardInterrupt:
-            self._loop.run(self._manager.cancel(self.run_id), method="Run.cancel")
+            self.cancel()
             raise
-        return run_result(self._record)
 
     async def await_result(self) -> str:
         """Async twin of :meth:`wait` (cancelling the awaiting task cancels the run)."""
         try:
-            await self._loop.arun(self._record.wait())
+            return await self._loop.arun(self._await())
         except asyncio.CancelledError:
-            await asyncio.shield(self._loop.arun(self._manager.cancel(self.run_id)))
+            await asyncio.shield(self._loop.arun(self._backend.cancel_run(self.thread_id, self.run_id, "interrupt")))
             raise
-        return run_result(self._record)
 
     def __await__(self) -> Any:
         return self.await_result().__await__()
@@ -104,34 +99,25 @@ class Run:
 
         ``action="rollback"`` also restores the thread's state from before the run.
         """
-        return self._loop.run(self._manager.cancel(self.run_id, action=action), method="Run.cancel")
+        return self._loop.run(self._backend.cancel_run(self.thread_id, self.run_id, action), method="Run.cancel")
 
     async def acancel(self, action: str = "interrupt") -> str:
         """Async twin of :meth:`cancel`."""
-        return await self._loop.arun(self._manager.cancel(self.run_id, action=action))
+        return await self._loop.arun(self._backend.cancel_run(self.thread_id, self.run_id, action))
+
+    @property
+    def _end_data(self) -> dict[str, Any] | None:
+        return self._outcome.end_data if self._outcome is not None else self._end
 
     @property
     def pending_input(self) -> dict[str, Any] | None:
-        """The human-input request the run ended with, if any."""
-        end = self._record.end_data
+        """The human-input request the run ended with, if any (once it ended and was waited or read)."""
+        end = self._end_data
         return end.get("pending_input") if end else None
 
     @property
     def usage(self) -> dict[str, int] | None:
-        """Token usage of the run (once it has ended)."""
-        return self._record.usage
+        """Token usage of the run (once it ended and was waited or read)."""
+        end = self._end_data
+        return end.get("usage") if end else None
 
-
-def run_result(record: RunRecord) -> str:
-    """The final answer text of a finished run, or :class:`RunError` (a subclass naming the failure)."""
-    if record.status != "success" or record.end_data is None:
-        raise failure_of(record.run_id, record.status, record.stop_reason, record.error)
-    return record.final_text
-
-
-def failure_of(run_id: str | None, status: str, stop_reason: str | None, detail: Any) -> RunError:
-    """The :class:`RunError` of a run that ended with ``status`` (not ``success``)."""
-    message = detail.get("message") if isinstance(detail, dict) else None
-    if isinstance(detail, dict):
-        stop_reason = stop_reason or detail.get("stop_reason")
-    return run_error(run_id=run_id, status=status, stop_reason=stop_reason, cause=message or status, detail=detail)

@@ -1,98 +1,52 @@
-"""``Thread``: one conversation, its state, its runs and its human-input requests."""
+"""``Thread``: one conversation, its state, runs, human-input requests, files and usage."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from deerflow_nb.agent.human_input import summarize_form_answer, validate_form_answer
+from deerflow_nb.agent.human_input import (
+    MAX_HEADLESS_ROUNDS,
+    Responses,
+    build_response_message,
+    headless_answer,
+)
 from deerflow_nb.agent.state import with_state_defaults
-from deerflow_nb.client.mixins.thread_files import ThreadFilesMixin
-from deerflow_nb.client.mixins.thread_ui import ThreadUiMixin
 from deerflow_nb.client.run import Run
 from deerflow_nb.errors import HumanInputRequired, UsageError
-from deerflow_nb.runtime import StreamEvent, pending_input_of
+from deerflow_nb.runtime.events import StreamEvent
+from deerflow_nb.runtime.streaming import pending_input_of
 
 if TYPE_CHECKING:
     from deerflow_nb.client.facade import DeerFlow
+    from deerflow_nb.uploads import UploadSource
+    from deerflow_nb.widgets import ChatWidget, WorkspaceDiff
 
-__all__ = ["Responses", "Thread", "build_response_message"]
-
-#: Headless answers: a fixed answer, a mapping, or a callable ``request -> answer``.
-Responses = str | Mapping[str, Any] | Callable[[dict[str, Any]], Any]
-MAX_HEADLESS_ROUNDS = 10
+__all__ = ["MAX_HEADLESS_ROUNDS", "Responses", "Thread", "build_response_message", "headless_answer"]
 
 
-def build_response_message(request: Mapping[str, Any], answer: Any) -> HumanMessage:
-    """The hidden human message answering ``request`` (v1 response protocol).
+class Thread:
+    """A conversation thread. Sync methods work inside a running kernel; ``a*`` twins are awaitable.
 
-    A form answer (a mapping of field values) is validated and sent as a readable
-    text summary; a choice that matches an option is sent as ``option``.
+    The same class in both modes: embedded (``DeerFlow()``) and server (``DeerFlow.connect()``).
     """
-    if answer is None or (isinstance(answer, str) and not answer.strip()):
-        raise UsageError("the answer must not be empty")
-    response: dict[str, Any] = {"source": "ask_clarification", "tool_call_id": request.get("tool_call_id")}
-    if request.get("mode") == "form":
-        if not isinstance(answer, Mapping):
-            raise UsageError("this request is a form: answer with a dict of field values, "
-                             f"fields: {[f['name'] for f in request.get('fields', [])]}")
-        try:
-            values = validate_form_answer(request["fields"], answer)
-        except ValueError as exc:
-            raise UsageError(f"invalid form answer: {exc}") from None
-        text = summarize_form_answer(request["fields"], values)
-        response.update(response_kind="text", text=text)
-    elif isinstance(answer, str) and answer.strip() in request.get("options", []):
-        text = answer.strip()
-        response.update(response_kind="option", option=text)
-    else:
-        text = str(answer).strip()
-        response.update(response_kind="text", text=text)
-    return HumanMessage(content=text, additional_kwargs={"hide_from_ui": True, "human_input_response": response})
-
-
-def headless_answer(request: dict[str, Any], responses: Responses) -> Any:
-    """Pick the answer for ``request`` from ``responses`` (``None`` when it has none)."""
-    if callable(responses):
-        return responses(request)
-    if isinstance(responses, str):
-        return responses
-    if request.get("mode") == "form":
-        names = {f["name"] for f in request.get("fields", [])}
-        return {k: v for k, v in responses.items() if k in names}
-    for key in (request.get("question"), request.get("clarification_type"), "*"):
-        if isinstance(key, str) and key in responses:
-            return responses[key]
-    return None
-
-
-class Thread(ThreadFilesMixin, ThreadUiMixin):
-    """A conversation thread. Sync methods work inside a running kernel; ``a*`` twins are awaitable."""
 
     def __init__(self, client: DeerFlow, thread_id: str) -> None:
-        self._client = client
+        self.client = client
         self.id = thread_id
+        self._backend = client.backend
+        self._loop = client.backend.loop
 
     def __repr__(self) -> str:
         return f"<Thread {self.id}>"
 
-    @property
-    def _loop(self) -> Any:
-        return self._client._loop
-
-    @property
-    def _engine(self) -> Any:
-        return self._client._engine
-
-    # -- runs ----------------------------------------------------------------------
+    # -- runs ----------------------------------------------------------------------------
     async def _astart(self, message: str | HumanMessage, options: Mapping[str, Any],
                       secrets: Mapping[str, str] | None, *, stream_tokens: bool = True) -> Run:
-        opts = self._client._defaults.merged(**options)
-        record = await self._engine.start_run(self.id, message, opts, dict(secrets or {}),
-                                              stream_tokens=stream_tokens)
-        return Run(record, self._engine.runs, self._loop)
+        run_id = await self._backend.start_run(self.id, message, options, secrets, stream_tokens=stream_tokens)
+        return Run(self._backend, self.id, run_id)
 
     def start(self, message: str, *, secrets: Mapping[str, str] | None = None, **options: Any) -> Run:
         """Start a run in the background and return its :class:`Run` at once."""
@@ -105,8 +59,7 @@ class Thread(ThreadFilesMixin, ThreadUiMixin):
     def stream(self, message: str, *, secrets: Mapping[str, str] | None = None, **options: Any
                ) -> Iterator[StreamEvent]:
         """Run and yield :class:`StreamEvent`s as they happen."""
-        run = self.start(message, secrets=secrets, **options)
-        return run.events()
+        return self.start(message, secrets=secrets, **options).events()
 
     async def astream(self, message: str, *, secrets: Mapping[str, str] | None = None, **options: Any
                       ) -> AsyncIterator[StreamEvent]:
@@ -117,18 +70,16 @@ class Thread(ThreadFilesMixin, ThreadUiMixin):
 
     async def _achat(self, message: str | HumanMessage, responses: Responses | None,
                      options: Mapping[str, Any], secrets: Mapping[str, str] | None) -> str:
-        run = await self._astart(message, options, secrets, stream_tokens=False)
-        text = await run.await_result()
         for _ in range(MAX_HEADLESS_ROUNDS):
+            run = await self._astart(message, options, secrets, stream_tokens=False)
+            text = await run.await_result()
             request = run.pending_input
             if request is None:
                 return text
             answer = headless_answer(request, responses) if responses is not None else None
             if answer is None:
                 raise HumanInputRequired(request, thread_id=self.id)
-            run = await self._astart(build_response_message(request, answer), options, secrets,
-                                     stream_tokens=False)
-            text = await run.await_result()
+            message = build_response_message(request, answer)
         raise UsageError(f"gave up after {MAX_HEADLESS_ROUNDS} rounds of human-input requests")
 
     def chat(self, message: str, *, responses: Responses | None = None,
@@ -138,7 +89,7 @@ class Thread(ThreadFilesMixin, ThreadUiMixin):
         If the agent asks for human input, ``responses`` answers it headlessly;
         without it :class:`~deerflow_nb.errors.HumanInputRequired` is raised.
         Options: ``model_name``, ``thinking_enabled``, ``plan_mode``, ``subagent_enabled``,
-        ``recursion_limit``.
+        ``recursion_limit``, ``non_interactive``, ``timeout``.
         """
         return self._loop.run(self._achat(message, responses, options, secrets), method="Thread.chat")
 
@@ -147,9 +98,9 @@ class Thread(ThreadFilesMixin, ThreadUiMixin):
         """Async twin of :meth:`chat` (preferred inside notebooks)."""
         return await self._loop.arun(self._achat(message, responses, options, secrets))
 
-    # -- human input ---------------------------------------------------------------
+    # -- human input ---------------------------------------------------------------------
     async def _apending(self) -> dict[str, Any] | None:
-        state = await self._engine.get_state(self.id)
+        state = await self._backend.get_state(self.id)
         return pending_input_of(list(state.get("messages", [])))
 
     @property
@@ -175,15 +126,15 @@ class Thread(ThreadFilesMixin, ThreadUiMixin):
         """Async twin of :meth:`respond`."""
         return await self._loop.arun(self._arespond(answer, responses, options))
 
-    # -- state ---------------------------------------------------------------------
+    # -- state ---------------------------------------------------------------------------
     @property
     def state(self) -> dict[str, Any]:
         """Current state values: messages, title, artifacts, todos, ..."""
-        return with_state_defaults(self._loop.run(self._engine.get_state(self.id), method="Thread.state"))
+        return with_state_defaults(self._loop.run(self._backend.get_state(self.id), method="Thread.state"))
 
     async def aget_state(self) -> dict[str, Any]:
         """Async twin of :attr:`state`."""
-        return with_state_defaults(await self._loop.arun(self._engine.get_state(self.id)))
+        return with_state_defaults(await self._loop.arun(self._backend.get_state(self.id)))
 
     @property
     def messages(self) -> list[BaseMessage]:
@@ -197,8 +148,103 @@ class Thread(ThreadFilesMixin, ThreadUiMixin):
 
     def history(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Checkpoints, newest first (``limit=0`` gives an empty list)."""
-        return self._loop.run(self._engine.get_history(self.id, limit), method="Thread.history")
+        return self._loop.run(self._backend.get_history(self.id, limit), method="Thread.history")
 
     async def ahistory(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Async twin of :meth:`history`."""
-        return await self._loop.arun(self._engine.get_history(self.id, limit))
+        return await self._loop.arun(self._backend.get_history(self.id, limit))
+
+    def run_events(self, run_id: str | None = None, *, event_type: str | None = None) -> list[dict[str, Any]]:
+        """Journal entries of a run (embedded: also of the whole thread), oldest first."""
+        return self._loop.run(self._backend.run_events(self.id, run_id, event_type), method="Thread.run_events")
+
+    async def arun_events(self, run_id: str | None = None, *, event_type: str | None = None
+                          ) -> list[dict[str, Any]]:
+        """Async twin of :meth:`run_events`."""
+        return await self._loop.arun(self._backend.run_events(self.id, run_id, event_type))
+
+    # -- files and usage -----------------------------------------------------------------
+    def upload(self, paths: UploadSource | Iterable[UploadSource]) -> dict[str, Any]:
+        """Upload local files (a path or a list); all or nothing.
+
+        Returns ``{"success", "files": [{"filename", "path", "size", "markdown_file", ...}], "message"}``.
+        Repeated names in one call get ``_1``, ``_2`` suffixes; a directory or a missing
+        path fails the whole call before anything is copied. Uploads land in
+        ``/mnt/user-data/uploads``; the agent is told about new ones on its next turn.
+        """
+        return self._loop.run(self._backend.upload(self.id, _as_list(paths)), method="Thread.upload")
+
+    async def aupload(self, paths: UploadSource | Iterable[UploadSource]) -> dict[str, Any]:
+        """Async twin of :meth:`upload`."""
+        return await self._loop.arun(self._backend.upload(self.id, _as_list(paths)))
+
+    def uploads(self) -> dict[str, Any]:
+        """``{"files": [{"filename", "size", "path", "extension", "modified_at"}], "count": N}``."""
+        return self._loop.run(self._backend.list_uploads(self.id), method="Thread.uploads")
+
+    async def auploads(self) -> dict[str, Any]:
+        """Async twin of :meth:`uploads`."""
+        return await self._loop.arun(self._backend.list_uploads(self.id))
+
+    def delete_upload(self, name: str) -> dict[str, Any]:
+        """Delete an upload (and the Markdown converted from it)."""
+        return self._loop.run(self._backend.delete_upload(self.id, name), method="Thread.delete_upload")
+
+    async def adelete_upload(self, name: str) -> dict[str, Any]:
+        """Async twin of :meth:`delete_upload`."""
+        return await self._loop.arun(self._backend.delete_upload(self.id, name))
+
+    def artifact(self, path: str) -> tuple[bytes, str]:
+        """``(content, mime_type)`` of ``/mnt/user-data/...`` in this thread (escapes are refused)."""
+        return self._loop.run(self._backend.artifact(self.id, path), method="Thread.artifact")
+
+    async def aartifact(self, path: str) -> tuple[bytes, str]:
+        """Async twin of :meth:`artifact`."""
+        return await self._loop.arun(self._backend.artifact(self.id, path))
+
+    def usage(self) -> dict[str, Any]:
+        """Token usage and cost of this thread's runs, overall and per model."""
+        return self._loop.run(self._backend.usage(self.id, None), method="Thread.usage")
+
+    async def ausage(self) -> dict[str, Any]:
+        """Async twin of :meth:`usage`."""
+        return await self._loop.arun(self._backend.usage(self.id, None))
+
+    def workspace_changes(self, run_id: str | None = None) -> dict[str, Any]:
+        """What a run (default: the latest) added, modified or deleted in ``workspace`` and ``outputs``.
+
+        Returns ``{"run_id", "thread_id", "status", "finished_at", "changes", "truncated"}``;
+        each change has ``path``, ``area``, ``status`` (added / modified / deleted), ``size``,
+        ``old_size``, ``binary``, ``too_large``, ``sensitive`` and ``diff`` (unified text,
+        ``None`` for metadata-only files). A thread without runs has no changes.
+        """
+        return self._loop.run(self._backend.workspace_changes(self.id, run_id), method="Thread.workspace_changes")
+
+    async def aworkspace_changes(self, run_id: str | None = None) -> dict[str, Any]:
+        """Async twin of :meth:`workspace_changes`."""
+        return await self._loop.arun(self._backend.workspace_changes(self.id, run_id))
+
+    # -- widgets -------------------------------------------------------------------------
+    def ui(self, message: str | None = None, *, run: Any = None, options: Mapping[str, Any] | None = None,
+           **run_options: Any) -> ChatWidget:
+        """The chat widget for this thread, with its history.
+
+        ``message`` is sent at once and streams in the background (the cell returns
+        immediately); ``run`` attaches to a run already started. Run options
+        (``plan_mode=True``, ``model_name=...``) apply to every message sent from the widget.
+        """
+        from deerflow_nb.widgets import ChatWidget
+
+        return ChatWidget(self, message=message, run=run, options={**(options or {}), **run_options})
+
+    def workspace_diff(self, run_id: str | None = None, *, mode: str = "unified") -> WorkspaceDiff:
+        """The :class:`~deerflow_nb.widgets.WorkspaceDiff` widget for a run (default: the latest)."""
+        from deerflow_nb.widgets import WorkspaceDiff
+
+        return WorkspaceDiff(self, run_id=run_id, mode=mode)
+
+
+def _as_list(paths: Any) -> list[Any]:
+    if isinstance(paths, str | tuple) or hasattr(paths, "__fspath__"):
+        return [paths]
+    return list(paths)

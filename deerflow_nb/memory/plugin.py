@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from deerflow_nb.client.plugins import AgentPlugin
+from deerflow_nb.agent.plugins import AgentPlugin
 from deerflow_nb.memory.errors import MemoryStoreError
 from deerflow_nb.memory.service import MemoryService
 from deerflow_nb.memory.tools import build_memory_tools

@@ -3,7 +3,7 @@
 LangGraph's ``AsyncSqliteSaver`` goes through aiosqlite, which hops to its own thread
 for every driver call (execute, fetch, cursor close, commit): about sixty hops per
 agent turn, each waking the event loop. :class:`ThreadedSqliteSaver` works on the
-store's :class:`~deerflow_nb.persistence.engine.DbWorker` instead:
+store's :class:`~deerflow_nb.persistence.dbthread.DbWorker` instead:
 
 - writes (``aput``, ``aput_writes``) serialise on the caller's loop (the values are
   the run's live objects) and are *queued*: the insert and commit run on the database
@@ -39,7 +39,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from deerflow_nb.persistence.engine import DbWorker, sqlite_wal
+from deerflow_nb.persistence.dbthread import DbWorker, sqlite_wal
 
 __all__ = ["ThreadedSqliteSaver", "open_sqlite_saver"]
 

@@ -1,7 +1,10 @@
-"""The engine: config, model, sandbox, persistence and runs, on one (private) loop.
+"""``Runtime``: the composition root: config, model, sandbox, persistence, plug-ins and runs.
 
-The embedded client and the Jupyter server extension both drive runs through an
-engine; the extension passes the requesting ``user_id`` to every call.
+Everything runs on one private event loop (:attr:`Runtime.loop`). The embedded client
+(through its in-process backend) and the Jupyter server extension both drive runs
+through a runtime; the extension passes the requesting ``user_id`` to every call.
+The feature services (skills, memory, MCP, subagents, usage) are built here and
+plugged into the lead agent; :attr:`Runtime.gateway` answers the DeerFlow routes.
 """
 
 from __future__ import annotations
@@ -14,24 +17,44 @@ import logging
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
 from deerflow_nb.agent import AgentOptions, make_lead_agent
-from deerflow_nb.client.plugins import AgentPlugin
+from deerflow_nb.agent.plugins import AgentPlugin
 from deerflow_nb.config import AppConfig, Paths, get_app_config, load_config, resolve_home, validate_id
 from deerflow_nb.context import RunContext
 from deerflow_nb.errors import UsageError
 from deerflow_nb.persistence import Store, open_store, resolve_database
-from deerflow_nb.runtime import RunManager, RunRecord, StreamBridge, StreamEvent, agent_run
-from deerflow_nb.runtime.worker import capture_rollback_point, mark_interrupted, marker_graph, restore_rollback_point
+from deerflow_nb.runtime.events import StreamEvent
+from deerflow_nb.runtime.loop import BackgroundLoop
+from deerflow_nb.runtime.run_manager import RunManager, RunRecord
+from deerflow_nb.runtime.stream_bridge import StreamBridge
+from deerflow_nb.runtime.worker import (
+    agent_run,
+    capture_rollback_point,
+    mark_interrupted,
+    marker_graph,
+    restore_rollback_point,
+)
 from deerflow_nb.runtime.workspace import snapshot
 from deerflow_nb.sandbox import SandboxProvider
 
-__all__ = ["EmbeddedEngine", "RunOptions"]
+if TYPE_CHECKING:
+    from langchain_core.tools import BaseTool
+
+    from deerflow_nb.mcp import McpManager
+    from deerflow_nb.memory.service import MemoryService
+    from deerflow_nb.runtime.gateway import Gateway
+    from deerflow_nb.skills.manager import SkillManager
+    from deerflow_nb.subagents import SubagentPlugin, SubagentSpec
+    from deerflow_nb.usage import UsageStore
+
+__all__ = ["RunOptions", "Runtime"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +75,7 @@ class _RunConfig:
 
     __slots__ = ("config", "engine", "live")
 
-    def __init__(self, engine: EmbeddedEngine, config: AppConfig) -> None:
+    def __init__(self, engine: Runtime, config: AppConfig) -> None:
         self.engine, self.config, self.live = engine, config, True
 
 
@@ -83,26 +106,39 @@ class RunOptions:
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
 
 
-class EmbeddedEngine:
-    """Everything a client needs; all coroutines run on one loop (the client's private loop)."""
+class Runtime:
+    """Everything a client or the server needs; all coroutines run on :attr:`loop`.
+
+    Args:
+        config_path: ``config.yaml`` (default: discovered, else built-in defaults).
+        model: a configured model name or a LangChain chat model instance.
+        defaults: run options applied to every run (per-run options override them).
+        home: data directory (default: ``DEER_FLOW_HOME`` > config ``home`` > ``~/.deer-flow``).
+        user_id: the default user (the server passes the requesting user to every call).
+        persistence: ``sqlite``, ``postgres`` or ``memory`` (default: config ``database.backend``).
+        sandbox_provider: a provider instance instead of the configured one.
+    """
 
     def __init__(
         self,
         *,
-        config_path: str | Path | None,
-        model: str | BaseChatModel | None,
-        defaults: RunOptions,
-        home: str | Path | None,
-        user_id: str,
-        persistence: str | None,
-        sandbox_provider: SandboxProvider | None,
+        config_path: str | Path | None = None,
+        model: str | BaseChatModel | None = None,
+        defaults: RunOptions | None = None,
+        home: str | Path | None = None,
+        user_id: str = "default",
+        persistence: str | None = None,
+        sandbox_provider: SandboxProvider | None = None,
+        loop: BackgroundLoop | None = None,
     ) -> None:
         self.config_path = Path(config_path) if config_path is not None else None
         startup = load_config(self.config_path)  # fail fast on a bad config
         self.user_id = validate_id(user_id, "user_id")
         self.paths = Paths(resolve_home(startup.home, home))
         self.model = model
-        self.defaults = defaults
+        self.defaults = defaults or RunOptions()
+        #: The private event loop every coroutine of this runtime runs on.
+        self.loop = loop or BackgroundLoop()
         self.persistence = persistence or startup.database.backend
         if self.persistence not in {"sqlite", "memory", "postgres"}:
             raise UsageError(f"persistence must be 'sqlite', 'postgres' or 'memory', got {self.persistence!r}")
@@ -119,7 +155,93 @@ class EmbeddedEngine:
         self.bridge = StreamBridge(bridge.queue_maxsize, heartbeat_seconds=bridge.heartbeat_seconds)
         self.runs = RunManager(self.bridge)
         self.recovered_runs: list[str] = []
-        self.plugins: list[AgentPlugin] = []
+        self.plugins: list[AgentPlugin] = self._make_plugins()
+
+    # -- feature services (the composition root) ---------------------------------------
+    def skill_manager(self, user_id: str | None = None) -> SkillManager:
+        """The skills of ``user_id`` (default: this runtime's user); one manager per user."""
+        from deerflow_nb.skills.manager import SkillManager
+
+        user_id = user_id or self.user_id
+        manager = self._skill_managers.get(user_id)
+        if manager is None:
+            manager = self._skill_managers[user_id] = SkillManager(self.paths, user_id, lambda: self.config)
+        return manager
+
+    @cached_property
+    def _skill_managers(self) -> dict[str, SkillManager]:
+        return {}
+
+    @cached_property
+    def memory(self) -> MemoryService:
+        """Long-term memory (summaries, facts, the update queue) of every user."""
+        from deerflow_nb.memory.service import MemoryService
+
+        def resolve_model(name: str | None) -> Any:
+            return self.resolve_model(RunOptions(model_name=name))[0]
+
+        return MemoryService(self.paths, lambda: self.config, resolve_model, self.get_state)
+
+    @cached_property
+    def mcp(self) -> McpManager:
+        """MCP servers (``extensions_config.json``; server-wide), their tools and sessions."""
+        from deerflow_nb.mcp import McpManager
+
+        return McpManager(self.paths.home / "mcp", invalidate=self.invalidate, run=self.loop.run)
+
+    @cached_property
+    def usage(self) -> UsageStore:
+        """Per-run token usage records (``{home}/users/{user_id}/usage.jsonl``)."""
+        from deerflow_nb.usage import UsageStore
+
+        return UsageStore(self.paths)
+
+    @cached_property
+    def subagents(self) -> SubagentPlugin:
+        """The subagent plug-in (its ``model`` override and executor)."""
+        from deerflow_nb.subagents import SubagentPlugin
+
+        return SubagentPlugin(self._resolve_subagent_model, self._subagent_tools)
+
+    @cached_property
+    def gateway(self) -> Gateway:
+        """The DeerFlow routes' answers (models, skills, memory, MCP, files, usage, journal)."""
+        from deerflow_nb.runtime.gateway import Gateway
+
+        return Gateway(self)
+
+    def _make_plugins(self) -> list[AgentPlugin]:
+        from deerflow_nb.mcp import McpPlugin
+        from deerflow_nb.memory.plugin import MemoryPlugin
+        from deerflow_nb.skills.plugin import SkillsPlugin
+        from deerflow_nb.usage import UsagePlugin
+
+        return [McpPlugin(self.mcp), self.subagents, UsagePlugin(self.usage), MemoryPlugin(self.memory),
+                SkillsPlugin(self.skill_manager(), self.skill_manager)]
+
+    def _resolve_subagent_model(self, spec: SubagentSpec, parent: RunContext) -> tuple[BaseChatModel, str]:
+        from deerflow_nb.subagents.plugin import model_label
+
+        options = RunOptions(model_name=spec.model or parent.model_name, thinking_enabled=parent.thinking_enabled)
+        model, name, _ = self.resolve_model(options)
+        return model, name or model_label(model)
+
+    def _subagent_tools(self, config: AppConfig) -> list[BaseTool]:
+        # Built-ins, configured tools and MCP tools; never plug-in tools such as a memory
+        # tool, so a subagent cannot write to the user's memory.
+        from deerflow_nb.tools import get_available_tools
+
+        return [*get_available_tools(config, include_clarification=False), *self.mcp.load_tools()]
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def start(self) -> Runtime:
+        """Open persistence now (recovering runs orphaned by a dead process); returns ``self``."""
+        self.loop.run(self.store(), method="Runtime.start")
+        return self
+
+    def close(self) -> None:
+        """Cancel active runs, close the database, stop :attr:`loop`."""
+        self.loop.stop(self.aclose)
 
     # -- resources -----------------------------------------------------------------
     @property

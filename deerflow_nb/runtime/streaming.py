@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from deerflow_nb.runtime.events import StreamEvent
 from deerflow_nb.runtime.serialize import MessageCache, message_text, serialize_message, serialize_state
 
-__all__ = ["StreamConverter"]
+__all__ = ["StreamConverter", "final_text_of", "pending_input_of"]
 
 
 class StreamConverter:
@@ -143,3 +143,11 @@ def pending_input_of(messages: list[BaseMessage]) -> dict[str, Any] | None:
     if isinstance(last, ToolMessage) and isinstance(last.artifact, dict) and "human_input" in last.artifact:
         return dict(last.artifact["human_input"])
     return None
+
+
+def final_text_of(messages: list[BaseMessage]) -> str:
+    """Text of the last AI message of ``messages`` (empty if none)."""
+    for m in reversed(messages):
+        if isinstance(m, AIMessage):
+            return message_text(m)
+    return ""

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from deerflow_nb.client.plugins import AgentPlugin
+from deerflow_nb.agent.plugins import AgentPlugin
 from deerflow_nb.skills.activation import SKILLS_RUN_KEY, SecretVault, SkillActivationMiddleware, SkillRunState
 from deerflow_nb.skills.manager import SkillManager
 from deerflow_nb.skills.prompt import build_describe_skill_tool, skills_prompt_section

@@ -8,13 +8,15 @@ sandbox paths (``/mnt/skills/...``); host paths never leave the process.
 
 from __future__ import annotations
 
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from deerflow_nb.skills.types import Skill
 
 __all__ = [
+    "skill_from_response",
     "SkillInstallRequest",
     "SkillInstallResponse",
     "SkillResponse",
@@ -88,3 +90,20 @@ def skill_response(skill: Skill, container_root: str = "/mnt/skills") -> SkillRe
         required_secrets=[r.name for r in skill.required_secrets],
         version=skill.version,
     )
+
+
+def skill_from_response(data: dict[str, Any]) -> Skill:
+    """A :class:`Skill` from a ``GET /skills`` item (``path`` is then the sandbox path)."""
+    from pathlib import PurePosixPath
+
+    from deerflow_nb.skills.types import SecretRequirement
+
+    path = str(data["path"])
+    marker = f"/{data['category']}/"
+    relative = path.split(marker, 1)[1] if marker in path else PurePosixPath(path).name
+    allowed = data.get("allowed_tools")
+    return Skill(name=data["name"], description=data.get("description") or "", category=data["category"],
+                 path=Path(path), relative_path=relative, license=data.get("license"),
+                 allowed_tools=tuple(allowed) if allowed is not None else None,
+                 required_secrets=tuple(SecretRequirement(n) for n in data.get("required_secrets") or ()),
+                 version=data.get("version"), enabled=bool(data.get("enabled", True)))

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 
-from deerflow_nb.client.plugins import AgentPlugin
+from deerflow_nb.agent.plugins import AgentPlugin
 from deerflow_nb.config.schema import AppConfig
 from deerflow_nb.context import RunContext
 from deerflow_nb.subagents.config import SubagentSpec, resolve_limits, resolve_subagents

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from deerflow_nb.client.plugins import AgentPlugin
+from deerflow_nb.agent.plugins import AgentPlugin
 from deerflow_nb.context import RunContext
 from deerflow_nb.usage.schemas import RunUsageRecord, TokenCounts
 from deerflow_nb.usage.store import UsageStore

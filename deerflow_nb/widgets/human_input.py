@@ -28,7 +28,7 @@ def response_message(request: Mapping[str, Any], answer: Any) -> HumanMessage:
 
     Raises :class:`~deerflow_nb.errors.UsageError` naming the field for an invalid answer.
     """
-    from deerflow_nb.client.thread import build_response_message
+    from deerflow_nb.agent.human_input import build_response_message
 
     return build_response_message(request, answer)
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 from tornado import web
 
 from deerflow_nb.config import validate_id
-from deerflow_nb.errors import DeerFlowError, NotFoundError, SandboxPathError, ThreadBusyError, UsageError
+from deerflow_nb.errors import DeerFlowError, UsageError, status_for
 from jupyter_ext.service import DeerFlowService
 
 __all__ = ["API", "AUTH_RESOURCE", "DeerFlowHandler", "api_method", "dumps", "iso"]
@@ -101,39 +101,44 @@ class DeerFlowHandler(ExtensionHandlerMixin, APIHandler):
         exc = kwargs.get("exc_info", (None, None, None))[1]
         message = getattr(exc, "message", None) or getattr(exc, "log_message", None) or self._reason
         reason = getattr(exc, "reason", None) or self._reason
+        body = {"message": message, "reason": reason}
+        if getattr(exc, "error_type", None):
+            body["error_type"] = exc.error_type  # type: ignore[union-attr]
         self.set_header("Content-Type", "application/json")
-        self.finish(dumps({"message": message, "reason": reason}))
+        self.finish(dumps(body))
+
+
+_REASONS = {404: "Not Found", 403: "Forbidden", 409: "Conflict", 422: "Unprocessable Entity"}
 
 
 class _HTTPError(web.HTTPError):
     """An HTTP error whose message may contain ``%`` (tornado would format it)."""
 
-    def __init__(self, status: int, message: str, reason: str | None = None) -> None:
+    def __init__(self, status: int, message: str, reason: str | None = None, error_type: str | None = None) -> None:
         super().__init__(status, reason=reason)
         self.message = message
+        self.error_type = error_type
 
 
-def http_error(status: int, message: str, reason: str | None = None) -> web.HTTPError:
-    """An HTTP error carrying ``message`` verbatim."""
-    return _HTTPError(status, message, reason)
+def http_error(status: int, message: str, reason: str | None = None, error_type: str | None = None) -> web.HTTPError:
+    """An HTTP error carrying ``message`` verbatim (and the DeerFlow exception's class name)."""
+    return _HTTPError(status, message, reason, error_type)
 
 
 def api_method(method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-    """Map DeerFlow errors to HTTP statuses: not found 404, busy thread 409, misuse 422."""
+    """Map DeerFlow errors to HTTP statuses through :data:`deerflow_nb.errors.HTTP_STATUSES`.
+
+    Not found 404, path refusal 403, busy thread 409, misuse 422, anything else 500; the
+    body names the exception class (``error_type``) so the HTTP client raises the same one.
+    """
 
     @functools.wraps(method)
     async def wrapper(self: DeerFlowHandler, *args: Any, **kwargs: Any) -> Any:
         try:
             return await method(self, *args, **kwargs)
-        except NotFoundError as exc:
-            raise http_error(404, str(exc), "Not Found") from None
-        except SandboxPathError as exc:
-            raise http_error(403, str(exc), "Forbidden") from None
-        except ThreadBusyError as exc:
-            raise http_error(409, str(exc), "Conflict") from None
-        except UsageError as exc:
-            raise http_error(422, str(exc), "Unprocessable Entity") from None
         except DeerFlowError as exc:
-            raise http_error(500, str(exc), type(exc).__name__) from None
+            status = status_for(exc)
+            reason = _REASONS.get(status, type(exc).__name__)
+            raise http_error(status, str(exc), reason, type(exc).__name__) from None
 
     return wrapper

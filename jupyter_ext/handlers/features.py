@@ -7,6 +7,9 @@ HTTP body equals the embedded result), scoped to the requesting user.
 from __future__ import annotations
 
 import asyncio
+import os
+import tempfile
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -14,7 +17,6 @@ from jupyter_server.auth.decorator import authorized
 from pydantic import BaseModel, ConfigDict
 from tornado import web
 
-from deerflow_nb.config import validate_id
 from jupyter_ext.handlers.base import API, DeerFlowHandler, api_method, http_error
 from jupyter_ext.schemas import FeedbackRequest
 
@@ -32,10 +34,7 @@ class HealthHandler(DeerFlowHandler):
     @api_method
     async def get(self) -> None:
         """Liveness plus the database backend and this user's active runs."""
-        engine = self.service.engine
-        store = await self.service.call(engine.store())
-        self.write_json({"status": "ok", "database": store.backend, "user_id": self.user_id,
-                         "active_runs": sum(1 for r in engine.runs.active_runs() if r.user_id == self.user_id)})
+        self.write_json(await self.service.call(self.service.gateway.health(self.user_id)))
 
 
 class ModelsHandler(DeerFlowHandler):
@@ -46,10 +45,8 @@ class ModelsHandler(DeerFlowHandler):
     @api_method
     async def get(self, name: str | None = None) -> None:
         """The configured models, or one of them."""
-        from deerflow_nb.models import get_model, list_models
-
-        config = self.service.engine.config
-        self.write_json(get_model(name, config) if name else list_models(config))
+        gateway = self.service.gateway
+        self.write_json(gateway.get_model(name) if name else gateway.list_models())
 
 
 class _SkillUpdate(BaseModel):
@@ -58,72 +55,76 @@ class _SkillUpdate(BaseModel):
 
 
 class SkillsHandler(DeerFlowHandler):
-    """``GET /skills``, ``GET /skills/{name}``, ``PUT /skills/{name}`` (``{"enabled": bool}``)."""
-
-    def _manager(self) -> Any:
-        return self.service.client._skill_manager_for(self.user_id)
+    """``GET /skills``, ``GET`` / ``PUT`` (``{"enabled": bool}``) / ``DELETE /skills/{name}``."""
 
     @web.authenticated
     @authorized
     @api_method
     async def get(self, name: str | None = None) -> None:
         """The skills of the requesting user, or one skill."""
-        from deerflow_nb.skills.schemas import SkillsListResponse, skill_response
-
-        manager = self._manager()
+        gateway = self.service.gateway
         if name:
-            skill = await asyncio.to_thread(manager.get, name)
-            self.write_json(skill_response(skill, manager.container_root).model_dump())
-            return
-        skills = await asyncio.to_thread(manager.scan)
-        self.write_json(SkillsListResponse(skills=[skill_response(s, manager.container_root)
-                                                   for s in skills]).model_dump())
+            self.write_json(await asyncio.to_thread(gateway.get_skill, self.user_id, name))
+        else:
+            self.write_json(await asyncio.to_thread(gateway.list_skills, self.user_id))
 
     @web.authenticated
     @authorized
     @api_method
     async def put(self, name: str | None = None) -> None:
         """Enable or disable a skill; returns it."""
-        from deerflow_nb.skills.schemas import skill_response
-
         if not name:
             raise http_error(405, "PUT needs a skill name", "Method Not Allowed")
         body = self.parse(_SkillUpdate)
-        manager = self._manager()
-        skill = await asyncio.to_thread(manager.set_enabled, name, body.enabled)
-        self.service.engine.invalidate()
-        self.write_json(skill_response(skill, manager.container_root).model_dump())
+        self.write_json(await asyncio.to_thread(self.service.gateway.update_skill, self.user_id, name, body.enabled))
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def delete(self, name: str | None = None) -> None:
+        """Remove a custom skill."""
+        if not name:
+            raise http_error(405, "DELETE needs a skill name", "Method Not Allowed")
+        self.write_json(await asyncio.to_thread(self.service.gateway.uninstall_skill, self.user_id, name))
+
+
+class SkillInstallHandler(DeerFlowHandler):
+    """``POST /skills/install`` (multipart ``file``: a ``.skill`` archive)."""
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def post(self) -> None:
+        """Install the archive as a custom skill of the requesting user (all or nothing)."""
+        parts = self.request.files.get("file", [])
+        if len(parts) != 1:
+            raise http_error(422, "send multipart/form-data with exactly one 'file' part", "Unprocessable Entity")
+        name = os.path.basename(parts[0]["filename"] or "upload.skill")
+
+        def install() -> dict[str, Any]:
+            with tempfile.TemporaryDirectory(prefix="deerflow-skill-") as folder:
+                archive = Path(folder) / name
+                archive.write_bytes(parts[0]["body"])
+                return self.service.gateway.install_skill(self.user_id, archive)
+
+        self.write_json(await asyncio.to_thread(install))
 
 
 class MemoryHandler(DeerFlowHandler):
     """``GET /memory``, ``/memory/config``, ``/memory/status``; ``POST /memory/reload``."""
-
-    def _data(self) -> Any:
-        from deerflow_nb.memory.schemas import memory_response
-
-        storage = self.service.client._memory_service.storage(self.user_id)
-        return memory_response(storage.document(), storage.facts())
-
-    def _config(self) -> Any:
-        from deerflow_nb.memory.schemas import memory_config_response
-
-        service = self.service.client._memory_service
-        return memory_config_response(service.config, str(service.root()))
 
     @web.authenticated
     @authorized
     @api_method
     async def get(self, part: str | None = None) -> None:
         """The memory document, its settings, or both."""
-        from deerflow_nb.memory.schemas import MemoryStatusResponse
-
+        gateway = self.service.gateway
         if part == "config":
-            self.write_json(self._config().model_dump())
+            self.write_json(gateway.get_memory_config())
         elif part == "status":
-            data = await asyncio.to_thread(self._data)
-            self.write_json(MemoryStatusResponse(config=self._config(), data=data).model_dump())
+            self.write_json(await asyncio.to_thread(gateway.get_memory_status, self.user_id))
         elif part is None:
-            self.write_json((await asyncio.to_thread(self._data)).model_dump())
+            self.write_json(await asyncio.to_thread(gateway.get_memory, self.user_id))
         else:
             raise http_error(404, f"unknown memory route {part!r}", "Not Found")
 
@@ -134,10 +135,7 @@ class MemoryHandler(DeerFlowHandler):
         """``POST /memory/reload``: re-read from disk; returns the document."""
         if part != "reload":
             raise http_error(404, "only POST /memory/reload exists", "Not Found")
-        service = self.service.client._memory_service
-        await asyncio.to_thread(service.storage(self.user_id).load, force=True)
-        service.forget_frozen()
-        self.write_json((await asyncio.to_thread(self._data)).model_dump())
+        self.write_json(await asyncio.to_thread(self.service.gateway.reload_memory, self.user_id))
 
 
 class _McpUpdate(BaseModel):
@@ -153,7 +151,7 @@ class McpConfigHandler(DeerFlowHandler):
     @api_method
     async def get(self) -> None:
         """The MCP servers."""
-        self.write_json(await asyncio.to_thread(self.service.client.get_mcp_config))
+        self.write_json(await asyncio.to_thread(self.service.gateway.get_mcp_config))
 
     @web.authenticated
     @authorized
@@ -161,19 +159,11 @@ class McpConfigHandler(DeerFlowHandler):
     async def put(self) -> None:
         """Replace the MCP servers; the agent is rebuilt with the new tools."""
         body = self.parse(_McpUpdate)
-        self.write_json(await asyncio.to_thread(self.service.client.update_mcp_config, body.mcp_servers))
+        self.write_json(await self.service.call(self.service.gateway.update_mcp_config(body.mcp_servers)))
 
 
 class UploadsHandler(DeerFlowHandler):
     """``POST /threads/{id}/uploads`` (multipart ``files``), ``GET .../uploads/list``, ``DELETE .../{name}``."""
-
-    async def _uploads(self, thread_id: str) -> Any:
-        from deerflow_nb.uploads import ThreadUploads
-
-        engine = self.service.engine
-        store = await self.service.call(engine.store())
-        await self.service.call(store.threads.get_or_create(validate_id(thread_id, "thread_id"), self.user_id))
-        return ThreadUploads(engine.paths, self.user_id, thread_id)
 
     @web.authenticated
     @authorized
@@ -184,8 +174,7 @@ class UploadsHandler(DeerFlowHandler):
         if not files:
             raise http_error(422, "no files: send multipart/form-data with one or more 'files' parts",
                              "Unprocessable Entity")
-        uploads = await self._uploads(thread_id)
-        self.write_json(await asyncio.to_thread(uploads.upload, files))
+        self.write_json(await self.service.call(self.service.gateway.upload(self.user_id, thread_id, files)))
 
     @web.authenticated
     @authorized
@@ -194,8 +183,7 @@ class UploadsHandler(DeerFlowHandler):
         """``GET .../uploads/list``."""
         if filename != "list":
             raise http_error(404, "use GET /threads/{id}/uploads/list", "Not Found")
-        uploads = await self._uploads(thread_id)
-        self.write_json(await asyncio.to_thread(uploads.list))
+        self.write_json(await self.service.call(self.service.gateway.list_uploads(self.user_id, thread_id)))
 
     @web.authenticated
     @authorized
@@ -204,8 +192,21 @@ class UploadsHandler(DeerFlowHandler):
         """Delete one upload."""
         if not filename:
             raise http_error(405, "DELETE needs a file name", "Method Not Allowed")
-        uploads = await self._uploads(thread_id)
-        self.write_json(await asyncio.to_thread(uploads.delete, filename))
+        self.write_json(await self.service.call(self.service.gateway.delete_upload(self.user_id, thread_id,
+                                                                                   filename)))
+
+
+class UsageHandler(DeerFlowHandler):
+    """``GET /usage`` (``?thread_id=``, ``?since=`` UNIX seconds)."""
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def get(self) -> None:
+        """Token usage and cost of the requesting user's runs, overall and per model."""
+        since = self.get_query_argument("since", None)
+        self.write_json(await self.service.call(self.service.gateway.usage(
+            self.user_id, self.get_query_argument("thread_id", None), float(since) if since else None)))
 
 
 class ArtifactHandler(DeerFlowHandler):
@@ -225,15 +226,10 @@ class ArtifactHandler(DeerFlowHandler):
     @api_method
     async def get(self, thread_id: str, path: str) -> None:
         """The file; active content types are always attachments; ``?download=true`` forces it."""
-        from deerflow_nb.uploads import read_artifact
-
-        engine = self.service.engine
-        store = await self.service.call(engine.store())
-        await self.service.call(store.threads.get(thread_id, self.user_id))
         virtual = path if path.startswith("/") else f"/{path}"
         if not virtual.startswith("/mnt/user-data/"):
             virtual = f"/mnt/user-data/{virtual.lstrip('/')}"
-        content, mime = await asyncio.to_thread(read_artifact, engine.paths, self.user_id, thread_id, virtual)
+        content, mime = await self.service.call(self.service.gateway.artifact(self.user_id, thread_id, virtual))
         self._mime = mime
         self.set_header("Content-Type", mime)
         self.set_header("X-Content-Type-Options", "nosniff")
@@ -277,10 +273,12 @@ default_handlers = [
     (rf"/{API}/models", ModelsHandler),
     (rf"/{API}/models/(?P<name>[^/]+)", ModelsHandler),
     (rf"/{API}/skills", SkillsHandler),
+    (rf"/{API}/skills/install", SkillInstallHandler),
     (rf"/{API}/skills/(?P<name>[^/]+)", SkillsHandler),
     (rf"/{API}/memory", MemoryHandler),
     (rf"/{API}/memory/(?P<part>[^/]+)", MemoryHandler),
     (rf"/{API}/mcp/config", McpConfigHandler),
+    (rf"/{API}/usage", UsageHandler),
     (rf"/{API}/threads/{_T}/uploads", UploadsHandler),
     (rf"/{API}/threads/{_T}/uploads/(?P<filename>[^/]+)", UploadsHandler),
     (rf"/{API}/threads/{_T}/artifacts/(?P<path>.+)", ArtifactHandler),

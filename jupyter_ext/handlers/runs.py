@@ -44,7 +44,7 @@ class _RunHandler(DeerFlowHandler):
             raise http_error(422, f"input.messages[0]: {exc}", "Unprocessable Entity") from None
         if not isinstance(message, HumanMessage):
             raise http_error(422, "input.messages[0] must be a human/user message", "Unprocessable Entity")
-        options = self.service.client._defaults.merged(**body.options())
+        options = engine.defaults.merged(**body.options())
         return await self.service.call(engine.start_run(
             thread_id, message, options, body.secrets, user_id=self.user_id,
             multitask_strategy=body.multitask_strategy, metadata=body.metadata, assistant_id="lead_agent"))
@@ -58,8 +58,8 @@ class _RunHandler(DeerFlowHandler):
 
     async def _wait(self, record: RunRecord, on_disconnect: str) -> dict[str, Any]:
         if on_disconnect == "cancel":
-            runs, loop = self.service.engine.runs, self.service.client._loop
-            self._on_close = lambda: loop.submit(runs.cancel(record.run_id))
+            runs, service = self.service.engine.runs, self.service
+            self._on_close = lambda: service.submit(runs.cancel(record.run_id))
         await self.service.call(record.wait())
         self._on_close = None
         return await self._final_state(record)
@@ -73,7 +73,7 @@ class _RunHandler(DeerFlowHandler):
             store = await engine.store()
             await store.delete_thread(record.thread_id, record.user_id)
 
-        self.service.client._loop.submit(cleanup())
+        self.service.submit(cleanup())
 
 
 class ThreadRunsHandler(_RunHandler):
@@ -252,10 +252,8 @@ class WorkspaceChangesHandler(_RunHandler):
         """The run's (default: latest) ``workspace_changes`` payload; no changes gives an empty list."""
         if run_id is not None:
             await RunHandler._run(self, thread_id, run_id)  # type: ignore[arg-type]
-        payload = await self.service.call(self.service.engine.workspace_changes(thread_id, run_id,
-                                                                                user_id=self.user_id))
-        self.write_json(payload or {"run_id": run_id, "thread_id": thread_id, "status": None,
-                                    "finished_at": None, "changes": [], "truncated": False})
+        self.write_json(await self.service.call(self.service.gateway.workspace_changes(self.user_id, thread_id,
+                                                                                       run_id)))
 
 
 _T, _R = r"(?P<thread_id>[^/]+)", r"(?P<run_id>[^/]+)"

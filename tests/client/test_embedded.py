@@ -5,7 +5,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 import deerflow_nb as df
-from deerflow_nb.client.plugins import AgentPlugin
+from deerflow_nb.agent.plugins import AgentPlugin
 from deerflow_nb.errors import HumanInputRequired, SyncInAsyncError, ThreadBusyError, UsageError
 from deerflow_nb.testing import ScriptedChatModel
 
@@ -154,7 +154,7 @@ def test_sync_twin_from_private_loop_raises(make_agent):
         return thread.chat("hi")
 
     with pytest.raises(SyncInAsyncError, match="await"):
-        agent._loop.run(inside())
+        agent.runtime.loop.run(inside())
 
 
 def test_background_run_busy_thread_and_cancel(make_agent):
@@ -263,7 +263,7 @@ class _Recorder(AgentPlugin):
         self.calls = []
 
     def _on_loop(self):
-        return self.agent._loop.in_loop()
+        return self.agent.runtime.loop.in_loop()
 
     def prepare_run_blocking(self, context):
         self.calls.append(("prepare", self._on_loop(), context.run_id))
@@ -274,8 +274,8 @@ class _Recorder(AgentPlugin):
 
 def _recorder(agent):
     recorder = _Recorder(agent)
-    agent._engine.plugins.append(recorder)
-    agent._engine.invalidate()
+    agent.runtime.plugins.append(recorder)
+    agent.runtime.invalidate()
     return recorder
 
 
@@ -301,7 +301,7 @@ def test_plugin_blocking_finish_sees_interrupted_runs(make_agent):
 
 def test_a_new_threads_first_run_reads_no_checkpoint_from_the_database(make_agent):
     agent = make_agent(["hi there"])
-    store = agent._loop.run(agent._engine.store())
+    store = agent.runtime.loop.run(agent.runtime.store())
     reads = []
     original = store.checkpointer.get_tuple
     store.checkpointer.get_tuple = lambda config: reads.append(config) or original(config)

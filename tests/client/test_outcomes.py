@@ -26,7 +26,7 @@ def _agent(tmp_path, responses, *, max_retries=2, **kwargs):
 
 
 def run_events(agent, thread_id, run_id):
-    return agent._loop.run(agent._engine.run_events(thread_id, run_id))
+    return agent.runtime.loop.run(agent.runtime.run_events(thread_id, run_id))
 
 
 def test_transient_failures_are_retried_then_the_answer_arrives(tmp_path):
@@ -63,7 +63,7 @@ def test_failed_model_call_ends_the_run_as_an_error(tmp_path, responses, stop_re
         # not written into the conversation as an answer
         assert not [m for m in thread.messages if isinstance(m, AIMessage)]
         # the run record and the journal say so
-        info = agent._loop.run(agent._engine.runs.get(error.run_id))
+        info = agent.runtime.loop.run(agent.runtime.runs.get(error.run_id))
         assert (info.status, info.stop_reason) == ("error", stop_reason)
         journal = run_events(agent, thread.id, error.run_id)
         failed = [e["payload"] for e in journal if e["event_type"] == "run_error"]
@@ -173,19 +173,19 @@ def test_orphaned_run_is_recovered_and_its_thread_marked_interrupted(make_agent,
     agent = make_agent(["first answer"])
     thread = agent.thread()
     thread.chat("one")
-    store = agent._loop.run(agent._engine.store())
+    store = agent.runtime.loop.run(agent.runtime.store())
     # a run left "running" by a process that no longer exists
     from deerflow_nb.persistence.runs import RunInfo
 
     orphan = RunInfo(run_id="orphan-run", thread_id=thread.id, user_id="default")
     orphan.owner = f"{os.uname().nodename}:999999"
-    agent._loop.run(store.runs.create(orphan, status="running"))
+    agent.runtime.loop.run(store.runs.create(orphan, status="running"))
     agent.close()
 
     again = make_agent(["after restart"])
     reopened = again.thread(thread.id)
-    assert "orphan-run" in again._engine.recovered_runs
-    info = again._loop.run(again._engine.runs.get("orphan-run"))
+    assert "orphan-run" in again.runtime.recovered_runs
+    info = again.runtime.loop.run(again.runtime.runs.get("orphan-run"))
     assert (info.status, info.stop_reason) == ("error", "orphan_recovered")
     last = reopened.messages[-1]
     assert isinstance(last, AIMessage) and last.additional_kwargs.get("deerflow_interrupted") is True
@@ -236,8 +236,8 @@ def test_keyboard_interrupt_while_waiting_on_chat_cancels_the_run(make_agent):
     thread = agent.thread()
     with pytest.raises(KeyboardInterrupt):
         thread.chat("long job")
-    runs = agent._loop.run(agent._engine.runs.list_by_thread(thread.id, "default"))
+    runs = agent.runtime.loop.run(agent.runtime.runs.list_by_thread(thread.id, "default"))
     assert [(r.status, r.stop_reason) for r in runs] == [("interrupted", "cancelled")]
     assert thread.messages[-1].additional_kwargs["deerflow_interrupted"] is True
     # the thread is free again
-    assert agent._engine.runs.active_run(thread.id) is None
+    assert agent.runtime.runs.active_run(thread.id) is None

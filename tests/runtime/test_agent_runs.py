@@ -16,7 +16,7 @@ FORM = {"content": "", "tool_calls": [{"name": "ask_clarification", "args": {
 
 
 def run_events(agent, thread, run_id=None, event_type=None):
-    return agent._loop.run(agent._engine.run_events(thread.id, run_id, event_type=event_type))
+    return agent.runtime.loop.run(agent.runtime.run_events(thread.id, run_id, event_type=event_type))
 
 
 def test_journal_records_messages_tools_and_workspace_changes(make_agent):
@@ -32,7 +32,7 @@ def test_journal_records_messages_tools_and_workspace_changes(make_agent):
     assert types[0] == "human_message"
     assert types.index("tool_call") < types.index("tool_result") < types.index("ai_message")
     assert types[-2:] == ["workspace_changes", "run_end"]
-    changes = agent._loop.run(agent._engine.workspace_changes(thread.id))
+    changes = agent.runtime.loop.run(agent.runtime.gateway.workspace_changes("default", thread.id))
     (change,) = changes["changes"]
     assert change["path"] == "/mnt/user-data/outputs/hello.txt" and change["status"] == "added"
     assert "+hello world" in change["diff"] and changes["run_id"] == run.run_id
@@ -69,14 +69,14 @@ def test_interrupt_strategy_replaces_the_active_run(make_agent):
     model = ScriptedChatModel(responses=["slow " * 200, "quick"], latency=0.02)
     agent = make_agent(model=model)
     thread = agent.thread()
-    engine = agent._engine
-    opts = agent._defaults
-    first = agent._loop.run(engine.start_run(thread.id, "one", opts))
+    engine = agent.runtime
+    opts = agent.runtime.defaults
+    first = agent.runtime.loop.run(engine.start_run(thread.id, "one", opts))
     with pytest.raises(ThreadBusyError):
-        agent._loop.run(engine.start_run(thread.id, "two", opts))
-    second = agent._loop.run(engine.start_run(thread.id, "two", opts, multitask_strategy="interrupt"))
+        agent.runtime.loop.run(engine.start_run(thread.id, "two", opts))
+    second = agent.runtime.loop.run(engine.start_run(thread.id, "two", opts, multitask_strategy="interrupt"))
     assert first.status == "interrupted"
-    agent._loop.run(second.wait())
+    agent.runtime.loop.run(second.wait())
     assert second.status == "success"
     humans = [m.content for m in thread.messages if isinstance(m, HumanMessage)]
     assert humans[-1] == "two"
@@ -97,7 +97,7 @@ def test_full_run_on_each_database_backend(make_agent, tmp_path, backend):
         agent = make_agent(WRITE, config_path=config)
         thread = agent.thread()
         assert thread.chat("Write hello.txt") == "Wrote hello.txt."
-        assert agent._loop.run(agent._engine.store()).backend == backend
+        assert agent.runtime.loop.run(agent.runtime.store()).backend == backend
         assert thread.history(limit=1)[0]["values"]["messages"][-1].content == "Wrote hello.txt."
-        assert agent._loop.run(agent._engine.workspace_changes(thread.id))["changes"][0]["status"] == "added"
+        assert agent.runtime.loop.run(agent.runtime.gateway.workspace_changes("default", thread.id))["changes"][0]["status"] == "added"
         agent.close()

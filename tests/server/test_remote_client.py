@@ -9,7 +9,7 @@ import os
 import pytest
 
 import deerflow_nb as df
-from deerflow_nb.client.remote import RemoteDeerFlow, discover_server
+from deerflow_nb.client.remote import discover_server
 from deerflow_nb.errors import HumanInputRequired, NotFoundError, UsageError
 
 from .conftest import write_config
@@ -42,7 +42,7 @@ def test_discovery_explicit_hub_and_running_servers(monkeypatch):
 async def test_remote_thread_api_and_human_input(api_url, jp_auth_header):
     token = jp_auth_header["Authorization"].split()[1]
     remote = df.DeerFlow.connect(url=api_url, token=token)
-    assert isinstance(remote, RemoteDeerFlow)
+    assert type(remote) is df.DeerFlow  # one class in both modes
     try:
         thread = await remote.athread()
         with pytest.raises(HumanInputRequired) as info:
@@ -59,18 +59,22 @@ async def test_remote_thread_api_and_human_input(api_url, jp_auth_header):
         state = await thread.aget_state()
         assert [type(m).__name__ for m in state["messages"]][:2] == ["HumanMessage", "AIMessage"]
         assert len(await thread.ahistory(limit=3)) == 3
-        changes = await remote._loop.arun(remote._http.request("GET", f"/threads/{thread.id}/workspace-changes"))
-        assert changes["changes"] == []
+        assert (await thread.aworkspace_changes())["changes"] == []
         # the same chat widget works on a remote thread; it renders the thread's history
         # (built off this loop: the in-process server runs on it, and ui() loads history synchronously)
         widget = await asyncio.to_thread(thread.ui)
         assert repr(widget).startswith("<ChatWidget 'Build the report'")
         assert "Answer to third." in widget._repr_mimebundle_()[0]["text/markdown"]
         with pytest.raises(NotFoundError):
-            await remote._loop.arun(remote._http.request("GET", "/threads/missing/state"))
+            await _missing_state(remote)
     finally:
-        await remote._loop.arun(remote._http.aclose())
-        remote._loop.stop()
+        await asyncio.to_thread(remote.close)
+
+
+async def _missing_state(remote):
+    from deerflow_nb.client.thread import Thread
+
+    return await Thread(remote, "missing").aget_state()
 
 
 def test_enablement_file_and_extension_point():
@@ -88,3 +92,13 @@ def test_enablement_file_and_extension_point():
         "etc/jupyter/jupyter_server_config.d/jupyter_ext.json"
     (point,) = _jupyter_server_extension_points()
     assert point["app"] is DeerFlowExtension and DeerFlowExtension.name == "deerflow"
+
+
+def test_deprecated_remote_names_still_work():
+    from deerflow_nb.client import remote
+
+    with pytest.warns(DeprecationWarning, match="DeerFlow.connect"):
+        cls = remote.RemoteDeerFlow
+    assert issubclass(cls, df.DeerFlow)
+    with pytest.warns(DeprecationWarning):
+        assert remote.RemoteThread is df.Thread

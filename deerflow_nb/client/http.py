@@ -1,0 +1,334 @@
+"""``HttpBackend``: the :class:`~deerflow_nb.client.backend.Backend` over the ``deerflow`` server extension.
+
+LangGraph-compatible routes (threads, state, history, runs, join streams, cancel) go
+through the official ``langgraph-sdk`` client; DeerFlow's own routes (models, skills,
+memory, MCP, uploads, artifacts, usage, journal, workspace changes) through ``httpx``.
+Server-sent events are parsed by the SDK (``httpx-sse``), never by hand. Error answers
+become the exception the server raised (:func:`deerflow_nb.errors.error_for`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from deerflow_nb.client.backend import RunOutcome
+from deerflow_nb.errors import DeerFlowError, NotFoundError, ThreadBusyError, UsageError, error_for
+from deerflow_nb.runtime.events import EVENT_TYPES, StreamEvent
+from deerflow_nb.runtime.loop import BackgroundLoop
+
+if TYPE_CHECKING:
+    from langchain_core.messages import HumanMessage
+
+    from deerflow_nb.skills.types import Skill
+    from deerflow_nb.uploads import UploadSource
+    from deerflow_nb.usage import Since
+
+__all__ = ["HttpBackend", "raise_for"]
+
+_RUN_OPTIONS = frozenset({"model_name", "thinking_enabled", "plan_mode", "subagent_enabled", "recursion_limit",
+                          "non_interactive", "timeout"})
+#: DeerFlow routes without a thread: name -> (method, path; ``{}`` takes the first argument).
+_ROUTES: dict[str, tuple[str, str]] = {
+    "list_models": ("GET", "/models"), "get_model": ("GET", "/models/{}"),
+    "list_skills": ("GET", "/skills"), "get_skill": ("GET", "/skills/{}"),
+    "update_skill": ("PUT", "/skills/{}"), "uninstall_skill": ("DELETE", "/skills/{}"),
+    "get_memory": ("GET", "/memory"), "reload_memory": ("POST", "/memory/reload"),
+    "get_memory_config": ("GET", "/memory/config"), "get_memory_status": ("GET", "/memory/status"),
+    "get_mcp_config": ("GET", "/mcp/config"), "update_mcp_config": ("PUT", "/mcp/config"),
+    "health": ("GET", "/health"),
+}
+
+
+def raise_for(response: httpx.Response) -> None:
+    """Raise the DeerFlow exception of an error answer (``{"message", "reason", "error_type"}``)."""
+    if response.status_code < 400:
+        return
+    try:
+        body = response.json()
+    except ValueError:
+        body = {}
+    message = (body.get("message") if isinstance(body, dict) else None) or response.text or response.reason_phrase
+    raise error_for(response.status_code, str(message), body.get("error_type") if isinstance(body, dict) else None)
+
+
+def _translated(exc: httpx.HTTPStatusError) -> DeerFlowError:
+    try:
+        raise_for(exc.response)
+    except DeerFlowError as error:
+        return error
+    return DeerFlowError(str(exc))  # pragma: no cover - raise_for always raises for >= 400
+
+
+def message_payload(message: str | HumanMessage) -> dict[str, Any]:
+    """The ``input.messages[0]`` of a run body."""
+    if isinstance(message, str):
+        if not message.strip():
+            raise UsageError("message must not be empty")
+        return {"role": "user", "content": message}
+    return {"type": "human", "content": message.content, "additional_kwargs": dict(message.additional_kwargs)}
+
+
+class HttpBackend:
+    """Talks to ``{server}/deerflow/api`` with the Jupyter token (see :func:`discover_server`)."""
+
+    defer_new_threads = False
+
+    def __init__(self, url: str, token: str | None, *, transport: httpx.AsyncBaseTransport | None = None,
+                 loop: BackgroundLoop | None = None) -> None:
+        self.url = url.rstrip("/")
+        self._headers = {"Authorization": f"token {token}"} if token else {}
+        self._transport = transport
+        self.loop = loop or BackgroundLoop("deerflow-remote")
+        self.user_id = "?"
+        self._http: httpx.AsyncClient | None = None
+        self._sdk: Any = None
+
+    def __repr__(self) -> str:
+        return f"url={self.url!r}"
+
+    # -- clients (created on the private loop that uses them) ---------------------------
+    @property
+    def http(self) -> httpx.AsyncClient:
+        """The ``httpx`` client for DeerFlow's routes."""
+        if self._http is None:
+            self._http = httpx.AsyncClient(base_url=self.url, headers=self._headers, transport=self._transport,
+                                           timeout=httpx.Timeout(30.0, read=None))
+        return self._http
+
+    @property
+    def sdk(self) -> Any:
+        """The ``langgraph-sdk`` client for the LangGraph-compatible routes."""
+        if self._sdk is None:
+            from langgraph_sdk import get_client
+            from langgraph_sdk.client import LangGraphClient
+
+            if self._transport is None:
+                self._sdk = get_client(url=self.url, api_key=None, headers=self._headers)
+            else:  # tests inject a transport, as for httpx
+                self._sdk = LangGraphClient(httpx.AsyncClient(base_url=self.url, headers=self._headers,
+                                                              transport=self._transport))
+        return self._sdk
+
+    async def _call(self, coro: Any) -> Any:
+        try:
+            return await coro
+        except httpx.HTTPStatusError as exc:
+            raise _translated(exc) from None
+
+    async def request(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
+        """One DeerFlow route; its JSON body."""
+        response = await self.http.request(method, path, json=body,
+                                           params={k: v for k, v in params.items() if v is not None})
+        raise_for(response)
+        return response.json() if response.content else None
+
+    # -- threads -------------------------------------------------------------------------
+    async def create_thread(self, thread_id: str, *, new: bool) -> None:
+        """``POST /threads`` (``if_exists=do_nothing``)."""
+        await self._call(self.sdk.threads.create(thread_id=thread_id, if_exists="do_nothing"))
+
+    async def list_threads(self, limit: int | None) -> list[dict[str, Any]]:
+        """``POST /threads/search``."""
+        rows = await self._call(self.sdk.threads.search(limit=limit or 1000))
+        return [{"thread_id": r["thread_id"], "title": r.get("title"), "created_at": r["created_at"],
+                 "updated_at": r["updated_at"], "status": r["status"]} for r in rows]
+
+    async def delete_thread(self, thread_id: str) -> None:
+        """``DELETE /threads/{id}``."""
+        await self._call(self.sdk.threads.delete(thread_id))
+
+    async def get_state(self, thread_id: str) -> dict[str, Any]:
+        """``GET /threads/{id}/state``, messages as LangChain messages."""
+        from deerflow_nb.client.remote import message_from_dict
+
+        data = await self._call(self.sdk.threads.get_state(thread_id))
+        values = dict(data.get("values") or {})
+        if "messages" in values:
+            values["messages"] = [message_from_dict(m) for m in values["messages"]]
+        return values
+
+    async def get_history(self, thread_id: str, limit: int | None) -> list[dict[str, Any]]:
+        """``POST /threads/{id}/history``."""
+        if limit == 0:
+            return []
+        items = await self._call(self.sdk.threads.get_history(thread_id, limit=1000 if limit is None else limit))
+        return [{"checkpoint_id": (i.get("checkpoint") or {}).get("checkpoint_id"),
+                 "parent_checkpoint_id": (i.get("parent_checkpoint") or {}).get("checkpoint_id"),
+                 "created_at": i.get("created_at"), "step": (i.get("metadata") or {}).get("step"),
+                 "metadata": dict(i.get("metadata") or {}), "values": i.get("values", {})} for i in items]
+
+    # -- runs ----------------------------------------------------------------------------
+    async def start_run(self, thread_id: str, message: str | HumanMessage, options: Mapping[str, Any],
+                        secrets: Mapping[str, str] | None, *, stream_tokens: bool) -> str:
+        """``POST /threads/{id}/runs`` (secrets, a DeerFlow field, go in the body over ``httpx``)."""
+        unknown = set(options) - _RUN_OPTIONS
+        if unknown:
+            raise UsageError(f"unknown run option(s): {', '.join(sorted(unknown))}; known: {', '.join(_RUN_OPTIONS)}")
+        context = {k: v for k, v in options.items() if k != "recursion_limit" and v is not None}
+        config = {"recursion_limit": options["recursion_limit"]} if options.get("recursion_limit") else None
+        payload = {"messages": [message_payload(message)]}
+        modes = ["values", "messages-tuple", "custom"]
+        if secrets:
+            body: dict[str, Any] = {"assistant_id": "lead_agent", "input": payload, "context": context,
+                                    "stream_mode": modes, "secrets": dict(secrets)}
+            if config:
+                body["config"] = config
+            return str((await self.request("POST", f"/threads/{thread_id}/runs", body))["run_id"])
+        run = await self._call(self.sdk.runs.create(thread_id, "lead_agent", input=payload, context=context,
+                                                    config=config, stream_mode=modes))
+        return str(run["run_id"])
+
+    async def run_batches(self, thread_id: str, run_id: str, start: int) -> AsyncIterator[list[StreamEvent]]:
+        """``GET /threads/{id}/runs/{run_id}/stream`` from the beginning; the first ``start`` events skipped."""
+        seen = 0
+        stream = self.sdk.runs.join_stream(thread_id, run_id)
+        try:
+            async for part in stream:
+                if part.event not in EVENT_TYPES:
+                    continue  # metadata, gap, heartbeats
+                seen += 1
+                if seen > start:
+                    yield [StreamEvent(part.event, part.data)]  # type: ignore[arg-type]
+        except httpx.HTTPStatusError as exc:
+            raise _translated(exc) from None
+
+    async def wait_run(self, thread_id: str, run_id: str) -> RunOutcome:
+        """Fold the run's stream (replayed from the start) into its outcome."""
+        from deerflow_nb.runtime.streaming import final_text_of
+
+        texts: dict[str, str] = {}
+        end: dict[str, Any] | None = None
+        error: dict[str, Any] | None = None
+        async for batch in self.run_batches(thread_id, run_id, 0):
+            for event in batch:
+                data = event.data
+                if event.type == "messages-tuple" and data.get("type") == "ai" and data.get("content"):
+                    texts[data["id"]] = texts.pop(data["id"], "") + data["content"]
+                elif event.type == "end":
+                    end = dict(data or {})
+                elif event.type == "error":
+                    error = dict(data or {})
+        if end is None:
+            status = await self.run_status(thread_id, run_id)
+            detail = error or {"message": "the stream ended without an end event"}
+            return RunOutcome(run_id, status if status not in {"success", "unknown"} else "error", error=detail)
+        status = str(end.get("status") or "success")
+        if error is not None and status == "success":
+            status = "error"
+        text = next(reversed(texts.values()), "")
+        if status == "success" and not texts:  # a run finished long ago: its answer is in the state
+            text = final_text_of(list((await self.get_state(thread_id)).get("messages", [])))
+        return RunOutcome(run_id, status, text, end.get("stop_reason"), error or end.get("error"), end)
+
+    async def run_status(self, thread_id: str, run_id: str) -> str:
+        """``GET /threads/{id}/runs/{run_id}``."""
+        return str((await self._call(self.sdk.runs.get(thread_id, run_id)))["status"])
+
+    async def cancel_run(self, thread_id: str, run_id: str, action: str) -> str:
+        """``POST .../cancel``: 404 is ``unknown``, 409 ``not_cancellable``."""
+        try:
+            await self._call(self.sdk.runs.cancel(thread_id, run_id, wait=True, action=action))
+        except ThreadBusyError:
+            return "not_cancellable"
+        except NotFoundError:
+            return "unknown"
+        return "cancelled"
+
+    async def run_events(self, thread_id: str, run_id: str | None, event_type: str | None) -> list[dict[str, Any]]:
+        """``GET /threads/{id}/runs/{run_id}/events``."""
+        if run_id is None:
+            raise UsageError("over HTTP, run_events needs a run_id")
+        data = await self.request("GET", f"/threads/{thread_id}/runs/{run_id}/events", event_type=event_type)
+        return list(data["data"])
+
+    async def workspace_changes(self, thread_id: str, run_id: str | None) -> dict[str, Any]:
+        """``GET /threads/{id}[/runs/{run_id}]/workspace-changes``."""
+        path = f"/threads/{thread_id}/runs/{run_id}/workspace-changes" if run_id else \
+            f"/threads/{thread_id}/workspace-changes"
+        return dict(await self.request("GET", path))
+
+    # -- files and usage -----------------------------------------------------------------
+    async def upload(self, thread_id: str, files: list[UploadSource]) -> dict[str, Any]:
+        """``POST /threads/{id}/uploads`` (multipart); local paths or ``(name, bytes)`` pairs."""
+        parts = []
+        for item in files:
+            if isinstance(item, tuple):
+                name, content = item
+                parts.append(("files", (str(name), bytes(content))))
+                continue
+            path = Path(os.fspath(item)).expanduser()
+            if not path.is_file():
+                raise (UsageError if path.exists() else NotFoundError)(f"cannot upload {path}: not a file")
+            parts.append(("files", (path.name, path.read_bytes())))
+        response = await self.http.post(f"/threads/{thread_id}/uploads", files=parts)
+        raise_for(response)
+        return dict(response.json())
+
+    async def list_uploads(self, thread_id: str) -> dict[str, Any]:
+        """``GET /threads/{id}/uploads/list``."""
+        return dict(await self.request("GET", f"/threads/{thread_id}/uploads/list"))
+
+    async def delete_upload(self, thread_id: str, filename: str) -> dict[str, Any]:
+        """``DELETE /threads/{id}/uploads/{name}``."""
+        return dict(await self.request("DELETE", f"/threads/{thread_id}/uploads/{filename}"))
+
+    async def artifact(self, thread_id: str, path: str) -> tuple[bytes, str]:
+        """``GET /threads/{id}/artifacts/{path}``."""
+        response = await self.http.get(f"/threads/{thread_id}/artifacts/{path.lstrip('/')}")
+        raise_for(response)
+        return response.content, response.headers.get("Content-Type", "application/octet-stream")
+
+    async def usage(self, thread_id: str | None, since: Since) -> dict[str, Any]:
+        """``GET /usage`` (``?thread_id``, ``?since``)."""
+        from deerflow_nb.usage import parse_since
+
+        start = parse_since(since)
+        return dict(await self.request("GET", "/usage", thread_id=thread_id, since=start))
+
+    # -- DeerFlow routes -----------------------------------------------------------------
+    async def gateway(self, name: str, *args: Any) -> Any:
+        """The route of ``name`` (see :data:`_ROUTES`)."""
+        method, path = _ROUTES[name]
+        if "{}" in path:
+            path, args = path.format(args[0]), args[1:]
+        body: Any = None
+        if name == "update_skill":
+            body = {"enabled": bool(args[0])}
+        elif name == "update_mcp_config":
+            body = {"mcp_servers": dict(args[0])}
+        return await self.request(method, path, body)
+
+    async def install_skill(self, archive: str | os.PathLike[str]) -> dict[str, Any]:
+        """``POST /skills/install`` (multipart ``file``)."""
+        path = Path(os.fspath(archive)).expanduser()
+        if not path.is_file():
+            raise NotFoundError(f"skill archive {path} not found")
+        response = await self.http.post("/skills/install", files=[("file", (path.name, path.read_bytes()))])
+        raise_for(response)
+        return dict(response.json())
+
+    async def skills(self) -> list[Skill]:
+        """``GET /skills`` as :class:`~deerflow_nb.skills.types.Skill` objects (``path``: the sandbox path)."""
+        from deerflow_nb.skills.schemas import skill_from_response
+
+        data = await self.request("GET", "/skills")
+        return [skill_from_response(item) for item in data["skills"]]
+
+    def local(self, feature: str) -> Any:
+        """Nothing is local over HTTP."""
+        raise UsageError(f"agent.{feature} runs inside the Jupyter server: this part of it is only available "
+                         "to an embedded DeerFlow(); over HTTP use the methods documented in docs/api.md")
+
+    async def aclose(self) -> None:
+        """Close the HTTP connection pools."""
+        if self._http is not None:
+            await self._http.aclose()
+        if self._sdk is not None:
+            with contextlib.suppress(Exception):
+                await self._sdk.http.client.aclose()

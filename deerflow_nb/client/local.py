@@ -1,0 +1,188 @@
+"""``LocalBackend``: the :class:`~deerflow_nb.client.backend.Backend` over a runtime in this process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from deerflow_nb.client.backend import RunOutcome
+from deerflow_nb.errors import NotFoundError, UsageError
+from deerflow_nb.runtime.run_manager import CancelOutcome
+from deerflow_nb.runtime.stream_bridge import BridgeEvent
+
+if TYPE_CHECKING:
+    from langchain_core.messages import HumanMessage
+
+    from deerflow_nb.runtime.engine import Runtime
+    from deerflow_nb.runtime.events import StreamEvent
+    from deerflow_nb.runtime.run_manager import RunRecord
+    from deerflow_nb.skills.types import Skill
+    from deerflow_nb.uploads import UploadSource
+    from deerflow_nb.usage import Since
+
+__all__ = ["LocalBackend"]
+
+_KEEP_RECORDS = 256
+
+#: The gateway answers that need no I/O beyond local files (called on the loop directly).
+_SYNC_GATEWAY = frozenset({"list_models", "get_model", "list_skills", "get_skill", "update_skill",
+                           "uninstall_skill", "get_memory", "reload_memory", "get_memory_config",
+                           "get_memory_status", "get_mcp_config"})
+_USER_SCOPED = frozenset({"list_skills", "get_skill", "update_skill", "uninstall_skill", "get_memory",
+                          "reload_memory", "get_memory_status", "health"})
+
+
+class LocalBackend:
+    """Runs, state and features straight from a :class:`~deerflow_nb.runtime.engine.Runtime`."""
+
+    defer_new_threads = True
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.user_id = runtime.user_id
+        self.loop = runtime.loop
+        # the records of runs this client started (the run manager forgets finished ones)
+        self._records: OrderedDict[str, RunRecord] = OrderedDict()
+
+    def __repr__(self) -> str:
+        return f"user={self.user_id!r} home={str(self.runtime.paths.home)!r}"
+
+    # -- threads -------------------------------------------------------------------------
+    async def create_thread(self, thread_id: str, *, new: bool) -> None:
+        """Register the thread (a generated id costs no lookup; its row comes with its first run)."""
+        store = await self.runtime.store()
+        await store.ensure_thread(thread_id, self.user_id, new=new)
+
+    async def list_threads(self, limit: int | None) -> list[dict[str, Any]]:
+        """The user's threads, most recently active first."""
+        store = await self.runtime.store()
+        return [r.to_dict() for r in await store.list_threads(self.user_id, limit)]
+
+    async def delete_thread(self, thread_id: str) -> None:
+        """Delete a thread's history (its files stay on disk)."""
+        store = await self.runtime.store()
+        await store.delete_thread(thread_id, self.user_id)
+
+    async def get_state(self, thread_id: str) -> dict[str, Any]:
+        """The thread's current values."""
+        return await self.runtime.get_state(thread_id, self.user_id)
+
+    async def get_history(self, thread_id: str, limit: int | None) -> list[dict[str, Any]]:
+        """The thread's checkpoints, newest first."""
+        return await self.runtime.get_history(thread_id, limit, self.user_id)
+
+    # -- runs ----------------------------------------------------------------------------
+    async def start_run(self, thread_id: str, message: str | HumanMessage, options: Mapping[str, Any],
+                        secrets: Mapping[str, str] | None, *, stream_tokens: bool) -> str:
+        """Start the run on the runtime's worker."""
+        record = await self.runtime.start_run(thread_id, message, self.runtime.defaults.merged(**options),
+                                              dict(secrets or {}), stream_tokens=stream_tokens,
+                                              user_id=self.user_id)
+        self._records[record.run_id] = record
+        while len(self._records) > _KEEP_RECORDS:
+            self._records.popitem(last=False)
+        return record.run_id
+
+    async def _record(self, run_id: str) -> RunRecord | None:
+        return self._records.get(run_id) or self.runtime.runs.local(run_id)
+
+    async def run_batches(self, thread_id: str, run_id: str, start: int) -> AsyncIterator[list[StreamEvent]]:
+        """Replay what the stream bridge holds for the run, then follow it live."""
+        bridge = self.runtime.bridge
+        if not bridge.has(run_id):
+            return  # finished long ago: its events are in the journal (thread.run_events)
+        async for batch in bridge.subscribe_batches(run_id, str(start) if start else None):
+            events = [item.event for item in batch if isinstance(item, BridgeEvent)]
+            if events:
+                yield events
+
+    async def wait_run(self, thread_id: str, run_id: str) -> RunOutcome:
+        """Wait on the run's record; its outcome."""
+        record = await self._record(run_id)
+        if record is None:
+            info = await self.runtime.runs.get(run_id, self.user_id)
+            if info is None:
+                raise NotFoundError(f"run {run_id!r} not found")
+            return RunOutcome(run_id, info.status, stop_reason=info.stop_reason, error=info.error,
+                              final_text="")
+        await record.wait()
+        status = record.status if record.end_data is not None or record.status != "success" else "error"
+        return RunOutcome(run_id, status, record.final_text, record.stop_reason, record.error,
+                          dict(record.end_data or {}))
+
+    async def run_status(self, thread_id: str, run_id: str) -> str:
+        """The run's status."""
+        record = await self._record(run_id)
+        if record is not None:
+            return record.status
+        info = await self.runtime.runs.get(run_id, self.user_id)
+        return info.status if info is not None else "unknown"
+
+    async def cancel_run(self, thread_id: str, run_id: str, action: str) -> str:
+        """Cancel through the run manager."""
+        outcome = await self.runtime.runs.cancel(run_id, action=action, user_id=self.user_id)
+        return "not_cancellable" if outcome == CancelOutcome.NOT_ACTIVE_LOCALLY else str(outcome.value)
+
+    async def run_events(self, thread_id: str, run_id: str | None, event_type: str | None) -> list[dict[str, Any]]:
+        """The run journal."""
+        return await self.runtime.run_events(thread_id, run_id, user_id=self.user_id, event_type=event_type)
+
+    async def workspace_changes(self, thread_id: str, run_id: str | None) -> dict[str, Any]:
+        """The run's workspace review."""
+        return await self.runtime.gateway.workspace_changes(self.user_id, thread_id, run_id)
+
+    # -- files and usage -----------------------------------------------------------------
+    async def upload(self, thread_id: str, files: list[UploadSource]) -> dict[str, Any]:
+        """Copy files into the thread's uploads."""
+        return await self.runtime.gateway.upload(self.user_id, thread_id, files)
+
+    async def list_uploads(self, thread_id: str) -> dict[str, Any]:
+        """The thread's uploads."""
+        return await self.runtime.gateway.list_uploads(self.user_id, thread_id)
+
+    async def delete_upload(self, thread_id: str, filename: str) -> dict[str, Any]:
+        """Delete one upload."""
+        return await self.runtime.gateway.delete_upload(self.user_id, thread_id, filename)
+
+    async def artifact(self, thread_id: str, path: str) -> tuple[bytes, str]:
+        """Read a file of the thread."""
+        return await self.runtime.gateway.artifact(self.user_id, thread_id, path)
+
+    async def usage(self, thread_id: str | None, since: Since) -> dict[str, Any]:
+        """Usage summary."""
+        return await self.runtime.gateway.usage(self.user_id, thread_id, since)
+
+    # -- DeerFlow routes -----------------------------------------------------------------
+    async def gateway(self, name: str, *args: Any) -> Any:
+        """Call the runtime's gateway (user-scoped answers get this client's user)."""
+        method = getattr(self.runtime.gateway, name)
+        if name in _USER_SCOPED:
+            args = (self.user_id, *args)
+        if name in _SYNC_GATEWAY:
+            return await asyncio.to_thread(method, *args)
+        return await method(*args)
+
+    async def install_skill(self, archive: str | os.PathLike[str]) -> dict[str, Any]:
+        """Install a ``.skill`` archive from a local path."""
+        return await asyncio.to_thread(self.runtime.gateway.install_skill, self.user_id, archive)
+
+    async def skills(self) -> list[Skill]:
+        """The user's skills."""
+        return await asyncio.to_thread(self.runtime.skill_manager(self.user_id).scan)
+
+    def local(self, feature: str) -> Any:
+        """The runtime's own service for ``feature``."""
+        if feature == "skills":
+            return self.runtime.skill_manager(self.user_id)
+        if feature == "runtime":
+            return self.runtime
+        if feature in {"memory", "mcp", "subagents"}:
+            return getattr(self.runtime, feature)
+        raise UsageError(f"unknown local feature {feature!r}")
+
+    async def aclose(self) -> None:
+        """Close the runtime (runs, database, plug-ins, sandboxes)."""
+        await self.runtime.aclose()
