@@ -6,11 +6,7 @@ import re
 from typing import Any
 
 from deerflow_nb.testing import ScriptedChatModel
-
-FORM = {"content": "", "tool_calls": [{"name": "ask_clarification", "args": {
-    "question": "Which dataset?", "clarification_type": "missing_info",
-    "fields": [{"name": "dataset", "label": "Dataset", "type": "select", "options": ["a.csv", "b.csv"],
-                "required": True}]}}]}
+from tests.server.models import FORM
 
 
 def _decide(messages: list[Any]) -> Any:
