@@ -10,10 +10,10 @@ PKG = Path(deerflow_nb.__file__).parent
 
 def test_public_api_is_pinned():
     assert deerflow_nb.__all__ == [
-        "ConfigError", "DeerFlow", "DeerFlowError", "HumanInputRequired", "ModelNotFoundError",
-        "NoModelConfiguredError", "NotFoundError", "Run", "RunError", "SandboxError", "SandboxPathError",
-        "SandboxTimeoutError", "StreamEvent", "SyncInAsyncError", "Thread", "ThreadBusyError", "UsageError",
-        "__version__", "load_ipython_extension",
+        "ConfigError", "DeerFlow", "DeerFlowError", "HumanInputRequired", "ModelCallError", "ModelNotFoundError",
+        "NoModelConfiguredError", "NotFoundError", "Run", "RunError", "RunInterruptedError", "RunTimeoutError",
+        "SandboxError", "SandboxPathError", "SandboxTimeoutError", "StreamEvent", "SyncInAsyncError", "Thread",
+        "ThreadBusyError", "ToolBudgetError", "UsageError", "__version__", "load_ipython_extension",
     ]
     assert deerflow_nb.__all__ == sorted(deerflow_nb.__all__, key=lambda s: (s.startswith("_") or s.islower(), s))
     for name in deerflow_nb.__all__:
