@@ -1,8 +1,8 @@
 """Progress events: a run says what it is doing from its first second.
 
-:func:`with_progress` wraps a run's event stream. It emits a ``progress`` event at once and
-then again whenever the stream has been quiet for ``interval`` seconds, so a consumer is never
-left with a bare "running" badge while a small local model reads a long prompt. Each carries::
+The run manager drives a :class:`ProgressTicker` for each run. It publishes a ``progress`` event
+at once and then again whenever the run has been quiet for ``interval`` seconds, so a consumer is
+never left with a bare "running" badge while a small local model reads a long prompt. Each carries::
 
     {"phase": "reading_prompt" | "generating" | "running_tool",
      "label": "reading the prompt",   # the same, for people
@@ -19,19 +19,17 @@ model does), generates until it ends, and a tool call runs until its result arri
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import Callable
 from typing import Any
 
 from deerflow_nb.runtime.events import StreamEvent
 
-__all__ = ["MODEL_PROGRESS", "PHASE_LABELS", "ProgressTracker", "with_progress"]
+__all__ = ["MODEL_PROGRESS", "PHASE_LABELS", "ProgressTicker", "ProgressTracker"]
 
 #: ``custom`` event type a model writes (through LangGraph's stream writer) to report its first token.
 MODEL_PROGRESS = "model_progress"
 PHASE_LABELS = {"reading_prompt": "reading the prompt", "generating": "generating", "running_tool": "running a tool"}
-_DONE = object()
 
 
 class ProgressTracker:
@@ -85,61 +83,58 @@ class ProgressTracker:
         return StreamEvent("progress", data)
 
 
-async def with_progress(source: AsyncIterator[StreamEvent], interval: float = 2.0) -> AsyncIterator[StreamEvent]:
-    """``source``'s events with ``progress`` events: one at once, then one per quiet ``interval``.
+class ProgressTicker:
+    """Publishes ``progress`` events for one run: at once, then whenever it has been quiet for ``interval``.
 
-    ``source`` runs in one producer task (its context copied once, as a task's is), so the
-    quiet-time wait never cancels or re-enters the run's own generator.
+    Driven by a loop timer, not a task: the run's own loop calls :meth:`observe` with every event
+    (a few dictionary look-ups), and the timer publishes only when nothing else was published for
+    ``interval`` seconds, so a busy stream costs next to nothing. :meth:`observe` returns ``False``
+    for a model report (a ``model_progress`` custom event), which the caller does not forward;
+    the report's first token is published at once as a phase change.
     """
-    tracker = ProgressTracker()
-    queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=1)
 
-    async def produce() -> None:
-        try:
-            async for item in source:
-                await queue.put(item)
-        except asyncio.CancelledError:
-            raise  # the consumer cancelled us (it is gone or going): nobody to tell
-        except BaseException as exc:  # delivered to the consumer, which re-raises it
-            await queue.put(exc)
-            return
-        finally:
-            closer = getattr(source, "aclose", None)
-            if closer is not None:
-                await closer()
-        await queue.put(_DONE)
+    def __init__(self, publish: Callable[[StreamEvent], object], interval: float = 2.0) -> None:
+        self.tracker = ProgressTracker()
+        self._publish = publish
+        self._interval = interval
+        self._loop = asyncio.get_running_loop()
+        self._last = self._loop.time()
+        self._handle: asyncio.TimerHandle | None = None
 
-    producer = asyncio.ensure_future(produce())
-    getter: asyncio.Future[Any] | None = None
-    yield tracker.event()
-    try:
-        while True:
-            # asyncio.wait, not wait_for: on Python 3.11 wait_for can swallow a cancellation that
-            # arrives as the item does, and a cancelled run would then carry on
-            if getter is None:
-                getter = asyncio.ensure_future(queue.get())
-            done, _ = await asyncio.wait({getter, producer}, timeout=interval, return_when=asyncio.FIRST_COMPLETED)
-            if not done:
-                yield tracker.event()
-                continue
-            if getter not in done:  # the producer ended: it handed over _DONE or its error, unless cancelled
-                if producer.cancelled():
-                    raise asyncio.CancelledError
-                continue
-            item, getter = getter.result(), None
-            if item is _DONE:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            phase = tracker.phase
-            if not tracker.observe(item):
-                yield item
-            elif tracker.phase != phase:  # the model's first token: say so now, not at the next tick
-                yield tracker.event()
-    finally:
-        if getter is not None:
-            getter.cancel()
-        if not producer.done():
-            producer.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await producer
+    def start(self) -> None:
+        """Publish the first progress event and arm the timer."""
+        self._emit()
+
+    def observe(self, event: StreamEvent) -> bool:
+        """Update from ``event``; whether the caller should forward it."""
+        phase = self.tracker.phase
+        if self.tracker.observe(event):
+            if self.tracker.phase != phase:  # the model's first token: say so now, not at the next tick
+                self._emit()
+            return False
+        self._last = self._loop.time()
+        return True
+
+    def stop(self) -> None:
+        """Disarm the timer (the run ended)."""
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _emit(self) -> None:
+        self._publish(self.tracker.event())
+        self._last = self._loop.time()
+        self._arm(self._interval)
+
+    def _arm(self, delay: float) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+        self._handle = self._loop.call_later(delay, self._tick)
+
+    def _tick(self) -> None:
+        self._handle = None
+        quiet = self._loop.time() - self._last
+        if quiet >= self._interval * 0.999:
+            self._emit()
+        else:
+            self._arm(self._interval - quiet)

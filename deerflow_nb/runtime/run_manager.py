@@ -31,6 +31,7 @@ from deerflow_nb.persistence.events import JournalEntry
 from deerflow_nb.persistence.runs import RunInfo, RunStore
 from deerflow_nb.persistence.threads import ThreadStore
 from deerflow_nb.runtime.events import StreamEvent
+from deerflow_nb.runtime.progress import ProgressTicker
 from deerflow_nb.runtime.stream_bridge import StreamBridge
 
 __all__ = ["MULTITASK_STRATEGIES", "TERMINAL_STATUSES", "CancelOutcome", "RunManager", "RunRecord", "process_owner"]
@@ -191,10 +192,14 @@ class RunManager:
     # -- execution -------------------------------------------------------------------
     async def _drive(self, record: RunRecord, body: RunBody, timeout: float | None) -> None:
         status = "error"
+        ticker = ProgressTicker(lambda event: self.bridge.publish(record.run_id, event))
         try:
             record.status = "running"
+            ticker.start()
             async with asyncio.timeout(timeout):
                 async for event in body(record):
+                    if not ticker.observe(event):
+                        continue  # a model's progress report: published as progress by the ticker
                     record.observe(event)
                     self.bridge.publish(record.run_id, event)
             status = "error" if record.error else "success"
@@ -212,6 +217,7 @@ class RunManager:
             record.stop_reason = getattr(exc, "stop_reason", None) or "run_error"
             self._publish_error(record, str(exc) or type(exc).__name__, type(exc).__name__, status)
         finally:
+            ticker.stop()
             await self._finalize(record, status)
 
     def _publish_error(self, record: RunRecord, message: str, kind: str, status: str) -> None:

@@ -20,7 +20,7 @@ from deerflow_nb.context import RunContext
 from deerflow_nb.persistence.events import JournalEntry, RunEventStore
 from deerflow_nb.runtime.events import StreamEvent
 from deerflow_nb.runtime.journal import RunJournal
-from deerflow_nb.runtime.progress import with_progress
+from deerflow_nb.runtime.progress import MODEL_PROGRESS
 from deerflow_nb.runtime.streaming import StreamConverter
 from deerflow_nb.runtime.workspace import snapshot, workspace_changes
 
@@ -174,11 +174,10 @@ async def agent_run(
         succeeded.append(await _workspace_event(before, user_data, context, "success", finish))
 
     try:
-        async for event in with_progress(execute_run(graph, graph_input, context=context, config=config,
-                                                     converter=converter, stream_tokens=stream_tokens,
-                                                     on_success=on_success)):
-            if event.type == "progress":  # the moment, not the conversation: not journaled
-                yield event
+        async for event in execute_run(graph, graph_input, context=context, config=config, converter=converter,
+                                       stream_tokens=stream_tokens, on_success=on_success):
+            if event.type == "custom" and (event.data or {}).get("type") == MODEL_PROGRESS:
+                yield event  # the moment, not the conversation: becomes progress, not journaled
                 continue
             if event.type == "error":  # the ``end`` that follows closes the run
                 status = "error"

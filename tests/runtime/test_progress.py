@@ -1,4 +1,4 @@
-"""Progress events: at once, on quiet intervals, phases from the stream, cancellation kept."""
+"""Progress events: at once, on quiet intervals, phases from the stream."""
 
 from __future__ import annotations
 
@@ -7,44 +7,53 @@ import asyncio
 import pytest
 
 from deerflow_nb.runtime.events import StreamEvent
-from deerflow_nb.runtime.progress import MODEL_PROGRESS, ProgressTracker, with_progress
+from deerflow_nb.runtime.progress import MODEL_PROGRESS, ProgressTicker, ProgressTracker
 
 
-async def _source(gate: asyncio.Event, events: list[StreamEvent]):
-    yield events[0]
-    await gate.wait()  # quiet until the test opens the gate
-    for event in events[1:]:
-        yield event
+class Published(list):
+    """The events a ticker published; ``wait(n)`` waits until there are ``n``."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.changed = asyncio.Event()
 
-@pytest.mark.asyncio
-async def test_progress_at_once_then_on_quiet_intervals_then_the_stream():
-    gate = asyncio.Event()
-    ai = StreamEvent("messages-tuple", {"type": "ai", "id": "m", "content": "Hi"})
-    end = StreamEvent("end", {"status": "success"})
-    stream = with_progress(_source(gate, [StreamEvent("values", {"messages": []}), ai, end]), interval=0.01)
-    first = await anext(stream)
-    assert first.type == "progress" and first.data["phase"] == "reading_prompt" and first.data["tokens"] == 0
-    assert (await anext(stream)).type == "values"
-    ticks = [await anext(stream) for _ in range(2)]  # nothing arrives: progress keeps coming
-    assert [t.type for t in ticks] == ["progress", "progress"]
-    assert ticks[1].data["elapsed"] >= ticks[0].data["elapsed"]
-    gate.set()
-    rest = [event async for event in stream if event.type != "progress"]
-    assert rest == [ai, end]
+    def __call__(self, event: StreamEvent) -> None:
+        self.append(event)
+        self.changed.set()
+
+    async def wait(self, count: int) -> None:
+        while len(self) < count:
+            self.changed.clear()
+            await asyncio.wait_for(self.changed.wait(), 60)
 
 
 @pytest.mark.asyncio
-async def test_model_reports_become_progress_and_are_not_forwarded():
-    report = StreamEvent("custom", {"type": MODEL_PROGRESS, "tokens": 8})
+async def test_progress_at_once_then_again_while_the_run_is_quiet():
+    published = Published()
+    ticker = ProgressTicker(published, interval=0.01)
+    ticker.start()
+    assert published[0].type == "progress" and published[0].data["phase"] == "reading_prompt"
+    assert published[0].data["tokens"] == 0
+    await published.wait(3)  # nothing happens: progress keeps coming
+    assert all(e.type == "progress" for e in published)
+    assert published[2].data["elapsed"] >= published[1].data["elapsed"]
+    ticker.stop()
+    assert ticker._handle is None
 
-    async def source():
-        yield report
-        yield StreamEvent("end", {})
 
-    events = [event async for event in with_progress(source(), interval=60)]
-    assert [e.type for e in events] == ["progress", "progress", "end"]
-    assert events[1].data["phase"] == "generating" and events[1].data["tokens"] == 8  # at once, not at a tick
+@pytest.mark.asyncio
+async def test_events_are_forwarded_and_model_reports_become_progress_at_once():
+    published = Published()
+    ticker = ProgressTicker(published, interval=3600)
+    ticker.start()
+    ai = StreamEvent("messages-tuple", {"type": "ai", "id": "m", "content": ""})
+    assert ticker.observe(ai) is True  # the caller forwards it
+    assert ticker.observe(StreamEvent("custom", {"type": MODEL_PROGRESS, "tokens": 8})) is False
+    assert [e.data["phase"] for e in published] == ["reading_prompt", "generating"]  # no tick needed
+    assert published[1].data["tokens"] == 8
+    assert ticker.observe(StreamEvent("custom", {"type": MODEL_PROGRESS, "tokens": 16})) is False
+    assert len(published) == 2  # same phase: reported at the next quiet tick, not per report
+    ticker.stop()
 
 
 def test_tracker_phases_follow_tool_calls_and_results():
@@ -57,37 +66,12 @@ def test_tracker_phases_follow_tool_calls_and_results():
     assert tracker.phase == "generating" and tracker.event().data["label"] == "generating"
 
 
-@pytest.mark.asyncio
-async def test_cancelling_the_consumer_cancels_the_run_generator():
-    closed = asyncio.Event()
-
-    async def source():
-        try:
-            while True:
-                yield StreamEvent("messages-tuple", {"type": "ai", "id": "m", "content": "x"})
-                await asyncio.sleep(0)
-        finally:
-            closed.set()
-
-    async def consume():
-        async for _event in with_progress(source(), interval=60):
-            pass
-
-    task = asyncio.ensure_future(consume())
-    for _ in range(20):
-        await asyncio.sleep(0)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    await asyncio.wait_for(closed.wait(), 30)
 
 
-@pytest.mark.asyncio
-async def test_a_failing_run_raises_through():
-    async def source():
-        yield StreamEvent("values", {})
-        raise RuntimeError("boom")
+def test_a_run_starts_with_progress(make_agent):
+    from deerflow_nb.testing import ScriptedChatModel
 
-    with pytest.raises(RuntimeError, match="boom"):
-        async for _event in with_progress(source(), interval=60):
-            pass
+    agent = make_agent(model=ScriptedChatModel(responses=["done"]))
+    events = list(agent.thread().stream("hi"))
+    assert events[0].type == "progress" and events[0].data["label"] == "reading the prompt"
+    assert events[-1].type == "end"

@@ -51,7 +51,7 @@ async def test_lifecycle_and_thread_status(store):
     assert stored.status == "success" and stored.usage == {"total_tokens": 3}
     assert (await store.threads.get("t", "u")).status == "idle"
     events = [i.event.type async for i in manager.bridge.subscribe(record.run_id)]
-    assert events == ["messages-tuple", "messages-tuple", "end"]
+    assert events == ["progress", "messages-tuple", "messages-tuple", "end"]  # progress at once
 
 
 @pytest.mark.asyncio
