@@ -72,6 +72,12 @@ class Backend(Protocol):
     async def delete_thread(self, thread_id: str) -> None:
         """Delete the thread's history."""
 
+    async def rename_thread(self, thread_id: str, title: str) -> None:
+        """Set the thread's title (refused while a run is going)."""
+
+    async def active_run(self, thread_id: str) -> str | None:
+        """The id of the thread's run that is still pending or running, or ``None``."""
+
     async def get_state(self, thread_id: str) -> dict[str, Any]:
         """Current state values (messages as LangChain messages)."""
 

@@ -168,6 +168,14 @@ class DeerFlow:
         """Async twin of :meth:`delete_thread`."""
         await self.backend.loop.arun(self.backend.delete_thread(thread_id))
 
+    def rename_thread(self, thread_id: str, title: str) -> None:
+        """Set a thread's title (refused while a run is going); see :meth:`Thread.rename`."""
+        self.backend.loop.run(self.backend.rename_thread(thread_id, title), method="DeerFlow.rename_thread")
+
+    async def arename_thread(self, thread_id: str, title: str) -> None:
+        """Async twin of :meth:`rename_thread`."""
+        await self.backend.loop.arun(self.backend.rename_thread(thread_id, title))
+
     def ui(self, message: str | None = None, *, thread_id: str | None = None,
            options: Mapping[str, Any] | None = None, **run_options: Any) -> ChatWidget:
         """A chat widget on a new thread (or the existing ``thread_id``); see :meth:`Thread.ui`."""

@@ -143,6 +143,17 @@ class HttpBackend:
         """``DELETE /threads/{id}``."""
         await self._call(self.sdk.threads.delete(thread_id))
 
+    async def rename_thread(self, thread_id: str, title: str) -> None:
+        """``PATCH /threads/{id}`` with ``metadata.title`` (the server sets the thread's title)."""
+        if not str(title).strip():
+            raise UsageError("a thread title must not be empty")
+        await self._call(self.sdk.threads.update(thread_id, metadata={"title": str(title)}))
+
+    async def active_run(self, thread_id: str) -> str | None:
+        """``GET /threads/{id}/runs?limit=1``: the newest run, if it is still going (one active run a thread)."""
+        runs = await self._call(self.sdk.runs.list(thread_id, limit=1))
+        return str(runs[0]["run_id"]) if runs and runs[0]["status"] in {"pending", "running"} else None
+
     async def get_state(self, thread_id: str) -> dict[str, Any]:
         """``GET /threads/{id}/state``, messages as LangChain messages."""
         from deerflow_nb.client.remote import message_from_dict

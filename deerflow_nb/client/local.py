@@ -66,6 +66,17 @@ class LocalBackend:
         store = await self.runtime.store()
         await store.delete_thread(thread_id, self.user_id)
 
+    async def rename_thread(self, thread_id: str, title: str) -> None:
+        """Set the title in the thread's row and state."""
+        await self.runtime.rename_thread(thread_id, title, self.user_id)
+
+    async def active_run(self, thread_id: str) -> str | None:
+        """The run this runtime is executing on the thread, if any."""
+        store = await self.runtime.store()
+        await store.get_thread(thread_id, self.user_id)
+        record = self.runtime.runs.active_run(thread_id)
+        return record.run_id if record is not None and record.status in {"pending", "running"} else None
+
     async def get_state(self, thread_id: str) -> dict[str, Any]:
         """The thread's current values."""
         return await self.runtime.get_state(thread_id, self.user_id)

@@ -56,6 +56,23 @@ class Thread:
         """Async twin of :meth:`start`."""
         return await self._loop.arun(self._astart(message, options, secrets))
 
+    async def _aactive_run(self) -> Run | None:
+        run_id = await self._backend.active_run(self.id)
+        return Run(self._backend, self.id, run_id) if run_id is not None else None
+
+    def active_run(self) -> Run | None:
+        """The thread's run that is still going (started by anyone, e.g. from a kernel since restarted), or ``None``.
+
+        In server mode runs outlive the kernel, so a new kernel can reattach to them
+        (``thread.ui()`` does). Embedded, a run lives in its kernel: after a restart there
+        is none, and the thread ends with the interrupted run's partial answer instead.
+        """
+        return self._loop.run(self._aactive_run(), method="Thread.active_run")
+
+    async def aactive_run(self) -> Run | None:
+        """Async twin of :meth:`active_run`."""
+        return await self._loop.arun(self._aactive_run())
+
     def stream(self, message: str, *, secrets: Mapping[str, str] | None = None, **options: Any
                ) -> Iterator[StreamEvent]:
         """Run and yield :class:`StreamEvent`s as they happen."""
@@ -145,6 +162,14 @@ class Thread:
     def title(self) -> str | None:
         """The generated title, once the first exchange is complete."""
         return self.state.get("title")
+
+    def rename(self, title: str) -> None:
+        """Set the thread's title (shown by ``agent.threads()`` and the chat); refused while a run is going."""
+        self._loop.run(self._backend.rename_thread(self.id, title), method="Thread.rename")
+
+    async def arename(self, title: str) -> None:
+        """Async twin of :meth:`rename`."""
+        await self._loop.arun(self._backend.rename_thread(self.id, title))
 
     def history(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Checkpoints, newest first (``limit=0`` gives an empty list)."""

@@ -28,7 +28,7 @@ from deerflow_nb.agent import AgentOptions, make_lead_agent
 from deerflow_nb.agent.plugins import AgentPlugin
 from deerflow_nb.config import AppConfig, Paths, get_app_config, load_config, resolve_home, validate_id
 from deerflow_nb.context import RunContext
-from deerflow_nb.errors import UsageError
+from deerflow_nb.errors import ThreadBusyError, UsageError
 from deerflow_nb.persistence import Store, open_store, resolve_database
 from deerflow_nb.runtime.events import StreamEvent
 from deerflow_nb.runtime.loop import BackgroundLoop
@@ -585,6 +585,27 @@ class Runtime:
                 "values": dict(item.checkpoint.get("channel_values", {})),
             })
         return out
+
+    async def rename_thread(self, thread_id: str, title: str, user_id: str | None = None) -> None:
+        """Set the thread's title, in its metadata row and in its state (so the next run keeps it).
+
+        Refused with :class:`~deerflow_nb.errors.ThreadBusyError` while a run is going (the run
+        would write its own state over the rename).
+        """
+        title = " ".join(str(title).split())
+        if not title:
+            raise UsageError("a thread title must not be empty")
+        store = await self.store()
+        await store.get_thread(thread_id, user_id or self.user_id)
+        if self.runs.active_run(thread_id) is not None:
+            raise ThreadBusyError(f"thread {thread_id!r} has a run in progress; rename it when the run ends")
+        store.threads.take_fresh(thread_id)  # it gets a checkpoint now: its first run must read it
+        config: Any = {"configurable": {"thread_id": thread_id}}
+        await marker_graph(store.checkpointer).aupdate_state(config, {"title": title}, as_node="model")
+        flush = getattr(store.checkpointer, "aflush", None)
+        if flush is not None:
+            await flush()
+        await store.touch(thread_id, title=title)
 
     async def run_events(self, thread_id: str, run_id: str | None = None, *, user_id: str | None = None,
                          event_type: str | None = None) -> list[dict[str, Any]]:

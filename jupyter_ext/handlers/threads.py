@@ -101,10 +101,16 @@ class ThreadHandler(DeerFlowHandler):
     @authorized
     @api_method
     async def patch(self, thread_id: str) -> None:
-        """Merge metadata into the thread."""
+        """Merge metadata into the thread; a string ``metadata.title`` renames it (row and state)."""
         body = self.parse(ThreadPatchRequest)
         store, _record = await self._record(thread_id)
-        await self.service.call(store.threads.update(thread_id, metadata=body.metadata))
+        metadata = dict(body.metadata)
+        title = metadata.pop("title", None)
+        if isinstance(title, str):
+            await self.service.call(self.service.engine.rename_thread(thread_id, title, self.user_id))
+        elif title is not None:
+            metadata["title"] = title
+        await self.service.call(store.threads.update(thread_id, metadata=metadata))
         _store, record = await self._record(thread_id)
         self.write_json(thread_json(record))
 

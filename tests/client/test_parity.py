@@ -167,3 +167,29 @@ def test_models_and_errors(agent):
         agent.thread().chat("hi", no_such_option=True)
     with pytest.raises(UsageError):
         agent.thread().chat("   ")
+
+
+def test_rename_thread_and_active_run(agent):
+    thread = agent.thread()
+    assert thread.active_run() is None
+    thread.rename("  Quarterly   report ")
+    assert {t["thread_id"]: t["title"] for t in agent.threads()}[thread.id] == "Quarterly report"
+    assert thread.title == "Quarterly report"  # in the state too, so the next run keeps it
+    assert thread.chat("hello five") == "Answer to five."
+    assert {t["thread_id"]: t["title"] for t in agent.threads()}[thread.id] == "Quarterly report"
+    assert thread.title == "Quarterly report" and len(thread.messages) == 2
+    agent.rename_thread(thread.id, "Renamed")
+    assert thread.title == "Renamed"
+    with pytest.raises(UsageError):
+        thread.rename("   ")
+    with pytest.raises(NotFoundError):
+        agent.rename_thread("no-such-thread", "x")
+    run = thread.start("slow please")
+    active = thread.active_run()
+    assert isinstance(active, df.Run) and active.run_id == run.run_id
+    with pytest.raises(df.ThreadBusyError):
+        thread.rename("while running")
+    run.cancel()
+    with pytest.raises(df.RunError):
+        run.wait()
+    assert thread.active_run() is None
