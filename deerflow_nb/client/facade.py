@@ -178,8 +178,15 @@ class DeerFlow:
 
     def ui(self, message: str | None = None, *, thread_id: str | None = None,
            options: Mapping[str, Any] | None = None, **run_options: Any) -> ChatWidget:
-        """A chat widget on a new thread (or the existing ``thread_id``); see :meth:`Thread.ui`."""
-        return self.thread(thread_id).ui(message, options=options, **run_options)
+        """A chat widget on a new thread (or the existing ``thread_id``); see :meth:`Thread.ui`.
+
+        It also lists this user's threads (open, rename, delete, new) and offers the
+        configured models (the picker sets the run option ``model_name``).
+        """
+        from deerflow_nb.widgets import ChatWidget
+
+        return ChatWidget(self.thread(thread_id), message=message, options={**(options or {}), **run_options},
+                          client=self)
 
     # -- feature objects -----------------------------------------------------------------
     @cached_property

@@ -109,7 +109,8 @@ function render({ model, el }) {
   input.addEventListener("input", () => { memory.draft = input.value; });
   const send = dfEl("button", { class: "dfw-btn dfw-primary dfw-send" }, "Send");
   const stop = dfEl("button", { class: "dfw-btn dfw-stop" }, "Stop");
-  root.append(dfEl("div", { class: "dfw-header" }, title, usage, status), notice, todos, list, files,
+  const browser = dfEl("div", { class: "dfw-browser" });
+  root.append(browser, dfEl("div", { class: "dfw-header" }, title, usage, status), notice, todos, list, files,
     dfEl("div", { class: "dfw-input" }, input, send, stop));
 
   let kernel = null; // null: not known yet, true: answering, false: gone
@@ -244,7 +245,57 @@ function render({ model, el }) {
     files.replaceChildren(...loose.map(dfFileCard));
     drawItems();
   };
-  const drawAll = () => { drawHeader(); drawTodos(); drawFiles(); };
+  // agent.ui(): this user's threads (open, rename, delete, new) and the model picker
+  let threadsOpen = !!memory.threadsOpen;
+  const drawBrowser = () => {
+    browser.replaceChildren();
+    if (!model.get("browser")) return;
+    const busy = model.get("status") === "running" || kernel === false;
+    const current = model.get("thread_id");
+    const models = model.get("models") || [];
+    const picker = dfEl("select", { class: "dfw-model", title: "model for the next messages",
+      "aria-label": "model", disabled: kernel === false,
+      onchange: (e) => model.send({ kind: "set_model", model_name: e.target.value }) },
+      dfEl("option", { value: "" }, "default model"),
+      models.map((m) => dfEl("option", { value: m.name, selected: model.get("model_name") === m.name },
+        m.display_name || m.name)));
+    const rows = (model.get("threads") || []).map((t) => {
+      const row = dfEl("li", { class: "dfw-thread" + (t.thread_id === current ? " dfw-thread-current" : ""),
+        "data-thread-id": t.thread_id });
+      const name = t.title || "(untitled)";
+      const open = dfEl("button", { class: "dfw-linkbtn dfw-thread-open", type: "button", disabled: busy,
+        title: t.thread_id, onclick: () => model.send({ kind: "open_thread", thread_id: t.thread_id }) }, name);
+      const when = dfEl("span", { class: "dfw-help" }, t.status === "running" ? "running" : (t.updated_at || "").slice(0, 16).replace("T", " "));
+      const rename = dfEl("button", { class: "dfw-btn dfw-btn-small dfw-thread-rename", type: "button", disabled: kernel === false,
+        onclick: () => {
+          const box = dfEl("input", { class: "dfw-rename-input", type: "text", "aria-label": "new title" });
+          box.value = t.title || "";
+          const save = () => { const v = box.value.trim(); if (v && v !== t.title) model.send({ kind: "rename_thread", thread_id: t.thread_id, title: v }); else drawBrowser(); };
+          box.addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); save(); } if (e.key === "Escape") drawBrowser(); });
+          open.replaceWith(box);
+          rename.textContent = "Save";
+          rename.onclick = save;
+          box.focus();
+        } }, "Rename");
+      let armed = false;
+      const del = dfEl("button", { class: "dfw-btn dfw-btn-small dfw-thread-delete", type: "button",
+        disabled: kernel === false || (busy && t.thread_id === current),
+        onclick: () => {
+          if (!armed) { armed = true; del.textContent = "Delete?"; del.classList.add("dfw-armed"); return; }
+          model.send({ kind: "delete_thread", thread_id: t.thread_id });
+        } }, "Delete");
+      row.append(open, " ", when, " ", rename, del);
+      return row;
+    });
+    const panel = dfEl("details", { class: "dfw-card dfw-threads", open: threadsOpen },
+      dfEl("summary", {}, `Threads (${rows.length})`),
+      rows.length ? dfEl("ul", { class: "dfw-thread-list" }, rows) : dfEl("div", { class: "dfw-help" }, "No threads yet."));
+    panel.addEventListener("toggle", () => { threadsOpen = memory.threadsOpen = panel.open; });
+    const fresh = dfEl("button", { class: "dfw-btn dfw-new-thread", type: "button", disabled: busy,
+      onclick: () => model.send({ kind: "new_thread" }) }, "New thread");
+    browser.append(dfEl("div", { class: "dfw-browser-bar" }, fresh, picker), panel);
+  };
+  const drawAll = () => { drawHeader(); drawTodos(); drawFiles(); drawBrowser(); };
 
   const watch = dfKernelWatch(model, (alive) => {
     kernel = alive;
@@ -253,13 +304,15 @@ function render({ model, el }) {
       : "Not connected to a kernel: this is the conversation as it was saved. Re-run the cell to continue it.");
     drawHeader();
     drawItems();
+    drawBrowser();
   });
 
   model.on("change:items", drawFiles);
   model.on("change:title", drawHeader);
   model.on("change:usage", drawHeader);
   model.on("change:progress", drawHeader);
-  model.on("change:status", () => { drawHeader(); drawItems(); });
+  model.on("change:status", () => { drawHeader(); drawItems(); drawBrowser(); });
+  for (const name of ["threads", "models", "model_name", "browser", "thread_id"]) model.on(`change:${name}`, drawBrowser);
   model.on("change:todos", drawTodos);
   model.on("change:files", drawFiles);
   drawAll();

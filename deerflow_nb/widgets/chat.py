@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain_core.messages import HumanMessage
-from traitlets import Dict, List, Unicode
+from traitlets import Bool, Dict, List, Unicode
 
 from deerflow_nb.errors import UsageError
 from deerflow_nb.widgets._artifacts import artifact_preview, read_artifact
@@ -38,6 +38,8 @@ class ChatWidget(DeerFlowWidget):
         run: attach to a run already started on the thread.
         history: render the thread's stored messages first.
         options: run options for every message sent from the widget (``plan_mode=True``, ...).
+        client: the :class:`~deerflow_nb.DeerFlow` the thread belongs to: with it the widget also
+            lists the user's threads (open, rename, delete, new) and offers the configured models.
         rate: maximum front-end updates a second while tokens stream.
         clock: monotonic clock used for that limit (tests inject a fake one).
         call_later: timer for flushing the last pending update (default: the running loop's).
@@ -56,12 +58,18 @@ class ChatWidget(DeerFlowWidget):
         sync=True)
     progress = Dict(help="the running run's latest progress event (phase, label, elapsed, tokens, tool)").tag(
         sync=True)
+    browser = Bool(False, help="show the thread list and the model picker (agent.ui())").tag(sync=True)
+    threads: List[Any] = List(help="this user's threads (thread_id, title, updated_at, status), newest first").tag(
+        sync=True)
+    models: List[Any] = List(help="the configured models: name, display_name").tag(sync=True)
+    model_name = Unicode("", help="the model the widget's runs use ('' = the default)").tag(sync=True)
 
     def __init__(self, thread: Any, *, message: str | None = None, run: Any = None, history: bool = True,
-                 options: Mapping[str, Any] | None = None, rate: float = DEFAULT_RATE,
+                 options: Mapping[str, Any] | None = None, client: Any = None, rate: float = DEFAULT_RATE,
                  clock: Callable[[], float] = time.monotonic, call_later: CallLater | None = None) -> None:
         super().__init__(thread_id=str(thread.id))
         self.thread = thread
+        self.client = client
         self.options = dict(options or {})
         self.run: Any = None
         self.task: Task | None = None
@@ -72,20 +80,31 @@ class ChatWidget(DeerFlowWidget):
         self._stop_requested = False
         self._previews_by_path: dict[str, dict[str, Any]] = {}
         self.on_msg(self._on_front_end_msg)
+        if client is not None:
+            self.browser = True
+            self.model_name = str(self.options.get("model_name") or "")
+            self._load_models()
+        if run is None and message is None:
+            run = _active_run(thread)  # a run still going (server mode: started by an earlier kernel)
         if history:
-            state = thread.state
-            if run is not None:  # the run's own messages come from its replayed events, not from here
-                state = _before_run(state, getattr(run, "run_id", None))
-            self._transcript.load_state(state)
-            if self._transcript.pending_request() is not None:
-                self.status = "waiting"
-            self._previews_by_path.update(
-                zip(self._transcript.artifacts, self._previews(self._transcript.artifacts), strict=True))
-            self._push()
+            self._load_history(run)
+        if client is not None:
+            self.refresh_threads()
         if run is not None:
             self.attach(run)
         elif message is not None:
             self.send(message)
+
+    def _load_history(self, run: Any) -> None:
+        state = self.thread.state
+        if run is not None:  # the run's own messages come from its replayed events, not from here
+            state = _before_run(state, getattr(run, "run_id", None))
+        self._transcript.load_state(state)
+        if self._transcript.pending_request() is not None:
+            self.status = "waiting"
+        self._previews_by_path.update(
+            zip(self._transcript.artifacts, self._previews(self._transcript.artifacts), strict=True))
+        self._push()
 
     # -- text fallbacks --------------------------------------------------------------
     def _summary(self) -> str:
@@ -219,6 +238,84 @@ class ChatWidget(DeerFlowWidget):
 
         return WorkspaceDiff(self.thread, run_id=getattr(self.run, "run_id", None), mode=mode)
 
+    # -- threads and models (agent.ui()) ---------------------------------------------
+    def _require_client(self) -> Any:
+        if self.client is None:
+            raise UsageError("this chat has no thread list: open it with agent.ui()")
+        return self.client
+
+    def _load_models(self) -> None:
+        try:
+            models = self._require_client().list_models().get("models", [])
+        except Exception:  # a model list is a convenience; the chat works without it
+            models = []
+        self.models = [{"name": m.get("name"), "display_name": m.get("display_name") or m.get("name")}
+                       for m in models if m.get("name")]
+
+    def refresh_threads(self) -> list[dict[str, Any]]:
+        """Re-read this user's threads into the thread list; returns them."""
+        rows = self._require_client().threads()
+        self.threads = [{"thread_id": r["thread_id"], "title": r.get("title") or "", "status": r.get("status"),
+                         "updated_at": str(r.get("updated_at") or "")} for r in rows]
+        return list(self.threads)
+
+    def open_thread(self, thread_id: str | None = None) -> None:
+        """Show another thread of this user (``None``: a new one), reattaching to its running run."""
+        client = self._require_client()
+        self._check_idle()
+        thread = client.thread(thread_id)
+        self.thread = thread
+        self.run = None
+        self.task = None
+        self._transcript = Transcript()
+        self._previews_by_path = {}
+        self.progress = {}
+        self.status = "idle"
+        with self.hold_sync():
+            self.thread_id = str(thread.id)
+            run = _active_run(thread) if thread_id is not None else None
+            if thread_id is not None:
+                self._load_history(run)
+            else:
+                self._push()
+        self.refresh_threads()
+        if run is not None:
+            self.attach(run)
+        self.refresh_display()
+
+    def new_thread(self) -> None:
+        """Start a new, empty thread in this chat."""
+        self.open_thread(None)
+
+    def rename_thread(self, thread_id: str, title: str) -> None:
+        """Rename one of the listed threads (refused while it runs)."""
+        self._require_client().rename_thread(thread_id, title)
+        if thread_id == self.thread_id:
+            self._transcript.title = " ".join(title.split())
+            self._push()
+        self.refresh_threads()
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete one of the listed threads; deleting the open one opens a new thread."""
+        if thread_id == self.thread_id:
+            self._check_idle()
+        self._require_client().delete_thread(thread_id)
+        if thread_id == self.thread_id:
+            self.open_thread(None)
+        else:
+            self.refresh_threads()
+
+    def set_model(self, model_name: str | None) -> None:
+        """The model for the next messages sent from this chat (``None`` / ``""``: the default)."""
+        name = str(model_name or "")
+        if name and self.models and name not in {m["name"] for m in self.models}:
+            raise UsageError(f"unknown model {name!r}; configured: {', '.join(m['name'] for m in self.models)}")
+        self.model_name = name
+        if name:
+            self.options["model_name"] = name
+        else:
+            self.options.pop("model_name", None)
+
     # -- background work -------------------------------------------------------------
     def _check_idle(self) -> None:
         if self.busy:
@@ -301,7 +398,12 @@ class ChatWidget(DeerFlowWidget):
             self.status = "idle"
 
     def _on_front_end_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        """Front-end messages: ``send``, ``stop``, ``respond``, ``skip`` and ``ping`` (errors are shown, not raised)."""
+        """Front-end messages (errors are shown, not raised).
+
+        ``send``, ``stop``, ``respond``, ``skip``, ``ping``; with a thread list also
+        ``open_thread``, ``new_thread``, ``rename_thread``, ``delete_thread``, ``set_model``
+        and ``refresh_threads``.
+        """
         if not isinstance(content, dict):
             return
         kind = content.get("kind")
@@ -318,12 +420,35 @@ class ChatWidget(DeerFlowWidget):
                 self.stop()
             elif kind == "respond":
                 self.respond(content.get("answer"), tool_call_id=content.get("tool_call_id"))
+            elif kind == "open_thread":
+                self.open_thread(content.get("thread_id") or None)
+            elif kind == "new_thread":
+                self.new_thread()
+            elif kind == "rename_thread":
+                self.rename_thread(str(content.get("thread_id")), str(content.get("title", "")))
+            elif kind == "delete_thread":
+                self.delete_thread(str(content.get("thread_id")))
+            elif kind == "set_model":
+                self.set_model(content.get("model_name"))
+            elif kind == "refresh_threads":
+                self.refresh_threads()
         except Exception as exc:  # a button must never fail silently
             card = self._transcript.pending_request()
             if not (kind == "respond" and card is not None and card["error"] == str(exc)):
                 self._transcript.add_error(f"{type(exc).__name__}: {exc}" if not isinstance(exc, UsageError)
                                            else str(exc))
                 self._push()
+
+
+def _active_run(thread: Any) -> Any:
+    """The thread's still-running run, or ``None`` (also for threads without ``active_run``)."""
+    active = getattr(thread, "active_run", None)
+    if active is None:
+        return None
+    try:
+        return active()
+    except Exception:  # e.g. a thread that does not exist yet: nothing to reattach to
+        return None
 
 
 def _before_run(state: Mapping[str, Any], run_id: str | None) -> Mapping[str, Any]:
