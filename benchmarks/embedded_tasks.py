@@ -157,6 +157,8 @@ def hog(stop) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, default=10)
+    parser.add_argument("--tool-mode", default="grammar", choices=["grammar", "tolerant", "native"],
+                        help="how the embedded model makes tool calls (the start timings always use the default)")
     parser.add_argument("--only", help="comma-separated task numbers (1-based) to run, without the start timings")
     parser.add_argument("--hog", action="store_true", help="keep another core busy meanwhile")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
@@ -169,12 +171,12 @@ def main() -> int:
     if hogger:
         hogger.start()
     try:
-        return bench(args.tasks, [int(i) for i in args.only.split(",")] if args.only else None)
+        return bench(args.tasks, [int(i) for i in args.only.split(",")] if args.only else None, args.tool_mode)
     finally:
         stop.set()
 
 
-def bench(count: int, only: list[int] | None = None) -> int:
+def bench(count: int, only: list[int] | None = None, tool_mode: str = "grammar") -> int:
     home = tempfile.mkdtemp(prefix="deerflow-bench-")
     os.environ["DEER_FLOW_HOME"] = home
     folder = Path(home) / "data"
@@ -197,9 +199,10 @@ def bench(count: int, only: list[int] | None = None) -> int:
     import deerflow_nb as df
     from deerflow_nb.models.embedded import EmbeddedChatModel
 
-    model = EmbeddedChatModel(snapshot_dir=snapshots)
+    model = EmbeddedChatModel(snapshot_dir=snapshots, tool_mode=tool_mode)
     model.ensure_started()
     agent = df.DeerFlow(model=model)
+    print(f"tool mode: {tool_mode}")
     correct = 0
     times = []
     for i, task in enumerate(tasks, 1):
