@@ -37,12 +37,14 @@ from typing import Any
 __all__ = [
     "HTTP_STATUSES",
     "ConfigError",
+    "ConflictError",
     "DeerFlowError",
     "HumanInputRequired",
     "ModelNotFoundError",
     "NoModelConfiguredError",
     "NotFoundError",
     "ModelCallError",
+    "PayloadTooLargeError",
     "RunError",
     "RunInterruptedError",
     "RunTimeoutError",
@@ -99,7 +101,15 @@ class SyncInAsyncError(UsageError):
     """A synchronous twin was called from the client's private event loop; ``await`` the async method."""
 
 
-class ThreadBusyError(UsageError):
+class ConflictError(UsageError):
+    """The request conflicts with what exists (e.g. creating a thread whose id is taken): HTTP 409."""
+
+
+class PayloadTooLargeError(UsageError):
+    """A request body, metadata value or upload is over its configured size limit: HTTP 413."""
+
+
+class ThreadBusyError(ConflictError):
     """A run was started on a thread that already has an active run (multitask strategy ``reject``)."""
 
 
@@ -200,6 +210,8 @@ HTTP_STATUSES: tuple[tuple[type[DeerFlowError], int], ...] = (
     (NotFoundError, 404),
     (SandboxPathError, 403),
     (ThreadBusyError, 409),
+    (ConflictError, 409),
+    (PayloadTooLargeError, 413),
     (UsageError, 422),
     (DeerFlowError, 500),
 )
@@ -232,5 +244,6 @@ def error_for(status: int, message: str, error_type: str | None = None) -> DeerF
 
 
 for _cls in (DeerFlowError, UsageError, ConfigError, ModelNotFoundError, NoModelConfiguredError, ThreadBusyError,
+             ConflictError, PayloadTooLargeError,
              NotFoundError, SandboxError, SandboxPathError, SandboxTimeoutError):
     register_error(_cls)

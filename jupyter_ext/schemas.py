@@ -73,6 +73,11 @@ class RunCreateRequest(_Body):
             raise ValueError(f"unsupported stream mode(s) {bad}; supported: {list(PUBLIC_STREAM_MODES)}")
         return value
 
+    def wants(self, mode: str) -> bool:
+        """Whether ``stream_mode`` asks for ``mode``."""
+        modes = [self.stream_mode] if isinstance(self.stream_mode, str) else (self.stream_mode or [])
+        return mode in modes
+
     def options(self) -> dict[str, Any]:
         """Run options (the engine's ``RunOptions`` fields) from ``config``/``context``."""
         merged: dict[str, Any] = {**((self.config or {}).get("configurable") or {}), **(self.context or {})}

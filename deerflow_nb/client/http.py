@@ -29,7 +29,11 @@ if TYPE_CHECKING:
     from deerflow_nb.uploads import UploadSource
     from deerflow_nb.usage import Since
 
-__all__ = ["HttpBackend", "raise_for"]
+__all__ = ["HttpBackend", "raise_for", "stream_event_from_wire"]
+
+#: What DeerFlow's client asks a stream for: LangGraph's modes plus DeerFlow's opt-in ``end`` and ``progress``.
+CLIENT_STREAM_MODES = ["values", "messages-tuple", "updates", "custom", "end", "progress"]
+_CHUNK_ONLY = ("tool_call_chunks", "chunk_position")
 
 _RUN_OPTIONS = frozenset({"model_name", "thinking_enabled", "plan_mode", "subagent_enabled", "recursion_limit",
                           "non_interactive", "timeout"})
@@ -63,6 +67,29 @@ def _translated(exc: httpx.HTTPStatusError) -> DeerFlowError:
     except DeerFlowError as error:
         return error
     return DeerFlowError(str(exc))  # pragma: no cover - raise_for always raises for >= 400
+
+
+def stream_event_from_wire(event: str, data: Any) -> StreamEvent | None:
+    """The :class:`StreamEvent` of one SSE frame (``None`` for ``metadata``, ``gap`` and other control frames).
+
+    ``messages`` frames (``[chunk, metadata]``) become ``messages-tuple`` events in DeerFlow's
+    shape: an AI text delta ``{"type": "ai", "id", "content"}``, an AI tool-call message, or a
+    tool result.
+    """
+    if event == "messages" and isinstance(data, list | tuple) and data and isinstance(data[0], dict):
+        chunk = dict(data[0])
+        meta = data[1] if len(data) > 1 and isinstance(data[1], dict) else None
+        if chunk.get("type") in {"AIMessageChunk", "ai"}:
+            if chunk.get("tool_calls"):
+                message = {k: v for k, v in chunk.items() if k not in _CHUNK_ONLY}
+                message["type"] = "ai"
+                return StreamEvent("messages-tuple", message, meta)
+            return StreamEvent("messages-tuple", {"type": "ai", "id": chunk.get("id"),
+                                                  "content": chunk.get("content") or ""}, meta)
+        return StreamEvent("messages-tuple", chunk, meta)
+    if event in EVENT_TYPES and event != "messages-tuple":
+        return StreamEvent(event, data)  # type: ignore[arg-type]
+    return None
 
 
 def message_payload(message: str | HumanMessage) -> dict[str, Any]:
@@ -184,7 +211,7 @@ class HttpBackend:
         context = {k: v for k, v in options.items() if k != "recursion_limit" and v is not None}
         config = {"recursion_limit": options["recursion_limit"]} if options.get("recursion_limit") else None
         payload = {"messages": [message_payload(message)]}
-        modes = ["values", "messages-tuple", "custom"]
+        modes = ["values", "messages-tuple", "custom"]  # the run's stream; joins add ``end`` and ``progress``
         if secrets:
             body: dict[str, Any] = {"assistant_id": "lead_agent", "input": payload, "context": context,
                                     "stream_mode": modes, "secrets": dict(secrets)}
@@ -198,14 +225,15 @@ class HttpBackend:
     async def run_batches(self, thread_id: str, run_id: str, start: int) -> AsyncIterator[list[StreamEvent]]:
         """``GET /threads/{id}/runs/{run_id}/stream`` from the beginning; the first ``start`` events skipped."""
         seen = 0
-        stream = self.sdk.runs.join_stream(thread_id, run_id)
+        stream = self.sdk.runs.join_stream(thread_id, run_id, stream_mode=CLIENT_STREAM_MODES)
         try:
             async for part in stream:
-                if part.event not in EVENT_TYPES:
+                event = stream_event_from_wire(part.event, part.data)
+                if event is None:
                     continue  # metadata, gap, heartbeats
                 seen += 1
                 if seen > start:
-                    yield [StreamEvent(part.event, part.data)]  # type: ignore[arg-type]
+                    yield [event]
         except httpx.HTTPStatusError as exc:
             raise _translated(exc) from None
 

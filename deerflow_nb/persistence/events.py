@@ -88,6 +88,10 @@ class RunEventStore:
         """Forget a thread's journal."""
         await self._db.write(lambda conn: conn.execute(sa.delete(_E).where(_E.c.thread_id == thread_id)))
 
+    async def delete_run(self, run_id: str) -> None:
+        """Forget a run's journal."""
+        await self._db.write(lambda conn: conn.execute(sa.delete(_E).where(_E.c.run_id == run_id)))
+
 
 class FeedbackStore:
     """Ratings of runs (``+1`` / ``-1``) with an optional comment."""

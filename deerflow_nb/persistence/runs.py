@@ -181,6 +181,10 @@ class RunStore:
                 .values(status="error", stop_reason="orphan_recovered", error=error, updated_at=time.time()))
         return bool(await self._db.write(lambda conn: conn.execute(stmt).rowcount))
 
+    async def delete(self, run_id: str) -> None:
+        """Forget one run."""
+        await self._db.write(lambda conn: conn.execute(sa.delete(_R).where(_R.c.run_id == run_id)))
+
     async def delete_thread(self, thread_id: str) -> None:
         """Forget every run of a thread."""
         await self._db.write(lambda conn: conn.execute(sa.delete(_R).where(_R.c.thread_id == thread_id)))

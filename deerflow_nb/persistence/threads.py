@@ -12,7 +12,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from deerflow_nb.errors import NotFoundError, UsageError
+from deerflow_nb.errors import ConflictError, NotFoundError
 from deerflow_nb.persistence.engine import Database
 from deerflow_nb.persistence.models import ThreadMetaRow
 
@@ -145,7 +145,7 @@ class ThreadStore:
             if if_exists == "do_nothing":
                 self._remember(thread_id, user_id)
                 return ThreadRecord.from_mapping(existing)
-            raise UsageError(f"thread {thread_id!r} already exists") from None
+            raise ConflictError(f"thread {thread_id!r} already exists") from None
         self._remember(thread_id, user_id)
         return record
 

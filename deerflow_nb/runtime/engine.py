@@ -28,7 +28,7 @@ from deerflow_nb.agent import AgentOptions, make_lead_agent
 from deerflow_nb.agent.plugins import AgentPlugin
 from deerflow_nb.config import AppConfig, Paths, get_app_config, load_config, resolve_home, validate_id
 from deerflow_nb.context import RunContext
-from deerflow_nb.errors import ThreadBusyError, UsageError
+from deerflow_nb.errors import NotFoundError, ThreadBusyError, UsageError
 from deerflow_nb.persistence import Store, open_store, resolve_database
 from deerflow_nb.runtime.events import StreamEvent
 from deerflow_nb.runtime.loop import BackgroundLoop
@@ -401,15 +401,19 @@ class Runtime:
 
     async def start_run(self, thread_id: str, message: str | HumanMessage, options: RunOptions,
                         secrets: dict[str, str] | None = None, *, stream_tokens: bool = True,
-                        user_id: str | None = None, multitask_strategy: str = "reject",
+                        stream_updates: bool = False, user_id: str | None = None, multitask_strategy: str = "reject",
                         metadata: dict[str, Any] | None = None, assistant_id: str = "lead_agent") -> RunRecord:
-        """Admit and start a background run on ``thread_id``; returns at once."""
+        """Admit and start a background run on ``thread_id``; returns at once.
+
+        ``stream_updates`` adds ``updates`` events (LangGraph's ``updates`` mode) to the run's stream.
+        """
         user_id = user_id or self.user_id
         run_config = _RunConfig(self, self.config)
         token = _RUN_CONFIG.set(run_config)  # the run's task inherits it (tasks copy the context)
         try:
             return await self._start_run(thread_id, message, options, secrets, run_config,
-                                         stream_tokens=stream_tokens, user_id=user_id,
+                                         stream_tokens=stream_tokens, stream_updates=stream_updates,
+                                         user_id=user_id,
                                          multitask_strategy=multitask_strategy, metadata=metadata,
                                          assistant_id=assistant_id)
         except BaseException:
@@ -420,7 +424,7 @@ class Runtime:
 
     async def _start_run(self, thread_id: str, message: str | HumanMessage, options: RunOptions,
                          secrets: dict[str, str] | None, run_config: _RunConfig, *, stream_tokens: bool,
-                         user_id: str, multitask_strategy: str, metadata: dict[str, Any] | None,
+                         stream_updates: bool, user_id: str, multitask_strategy: str, metadata: dict[str, Any] | None,
                          assistant_id: str) -> RunRecord:
         store = await self.store()
         await store.ensure_thread(thread_id, user_id)
@@ -480,7 +484,8 @@ class Runtime:
                 context.extra["sandbox_id"] = sandbox_id
                 async for event in agent_run(graph, {"messages": [input_message]}, context=context, config=config,
                                              input_message=input_message, events=store.events, user_data=user_data,
-                                             stream_tokens=stream_tokens, workspace_before=before,
+                                             stream_tokens=stream_tokens, stream_updates=stream_updates,
+                                             workspace_before=before,
                                              journal_sink=record.defer_journal,
                                              finish_blocking=lambda outcome: self._finish_blocking(context, outcome)):
                     if event.type == "values":
@@ -606,6 +611,18 @@ class Runtime:
         if flush is not None:
             await flush()
         await store.touch(thread_id, title=title)
+
+    async def delete_run(self, run_id: str, user_id: str | None = None) -> None:
+        """Delete a finished run and its journal (``NotFoundError`` for another user's or a missing run)."""
+        info = await self.runs.get(run_id, user_id or self.user_id)
+        if info is None:
+            raise NotFoundError(f"run {run_id!r} not found")
+        if info.status in {"pending", "running"}:
+            raise ThreadBusyError(f"run {run_id!r} is still active; cancel it first")
+        store = await self.store()
+        await store.events.delete_run(run_id)
+        await store.runs.delete(run_id)
+        self.runs.forget(run_id)
 
     async def run_events(self, thread_id: str, run_id: str | None = None, *, user_id: str | None = None,
                          event_type: str | None = None) -> list[dict[str, Any]]:

@@ -7,19 +7,19 @@ from typing import Any, Literal
 
 __all__ = ["EVENT_TYPES", "StreamEvent"]
 
-EventType = Literal["values", "messages-tuple", "custom", "end", "error", "progress"]
-EVENT_TYPES: tuple[str, ...] = ("values", "messages-tuple", "custom", "end", "error", "progress")
+EventType = Literal["values", "messages-tuple", "updates", "custom", "end", "error", "progress"]
+EVENT_TYPES: tuple[str, ...] = ("values", "messages-tuple", "updates", "custom", "end", "error", "progress")
 
 
 @dataclass(frozen=True)
 class StreamEvent:
     """One event of a run.
 
-    - ``values``: a state snapshot (title, artifacts, todos, messages); AI text
-      already streamed is not sent again (its ``content`` is ``None`` and
-      ``streamed`` is true).
+    - ``values``: the full state (title, artifacts, todos, messages), as LangGraph sends it.
     - ``messages-tuple``: an AI text *delta* (concatenate per ``id``), a complete
       AI tool-call message, or a tool result — each tool call and result once.
+    - ``updates``: ``{node: update}`` after each step (only for runs started with
+      ``stream_updates=True``, e.g. an HTTP run that asked for ``stream_mode="updates"``).
     - ``custom``: events emitted by tools and middlewares (``type`` names them).
     - ``end``: the run finished; carries ``usage`` counted once per message id.
     - ``error``: the run failed; carries ``message`` and ``type``.
@@ -29,6 +29,9 @@ class StreamEvent:
 
     type: EventType
     data: Any = field(default=None)
+    #: LangGraph's metadata of a ``messages-tuple`` event (``langgraph_node``, ``langgraph_step``, ...),
+    #: sent over HTTP as the second item of the ``[chunk, metadata]`` tuple; not part of ``to_dict()``.
+    meta: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form ``{"type": ..., "data": ...}``."""

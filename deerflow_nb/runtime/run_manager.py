@@ -267,6 +267,12 @@ class RunManager:
             return await self._runs.get(run_id, user_id)
         return None
 
+    def forget(self, run_id: str) -> None:
+        """Drop a finished run from this process's memory (after its rows were deleted)."""
+        record = self._records.get(run_id)
+        if record is not None and record.done:
+            del self._records[run_id]
+
     def local(self, run_id: str) -> RunRecord | None:
         """The in-process record of a run, if this process executed it recently."""
         return self._records.get(run_id)

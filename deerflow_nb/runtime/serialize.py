@@ -29,45 +29,44 @@ def _kind(message: BaseMessage) -> str:
     return message.type
 
 
-def serialize_message(message: BaseMessage, *, omit_text: bool = False) -> dict[str, Any]:
-    """A message as a dict; ``omit_text`` drops AI text already delivered as deltas."""
-    data: dict[str, Any] = {"type": _kind(message), "id": message.id, "content": message.content}
-    if message.additional_kwargs:
-        data["additional_kwargs"] = {k: v for k, v in message.additional_kwargs.items() if k != "tool_calls"}
+def serialize_message(message: BaseMessage) -> dict[str, Any]:
+    """A message as LangChain's (and LangGraph Platform's) JSON form, plus DeerFlow's ``hidden`` flag.
+
+    ``type`` is ``human``, ``ai``, ``tool`` or ``system``; AI messages carry ``tool_calls``,
+    ``invalid_tool_calls`` and ``usage_metadata``, tool messages ``tool_call_id``, ``artifact``
+    and ``status`` — the fields ``langgraph dev`` sends for the same message.
+    """
+    data: dict[str, Any] = {"content": message.content,
+                            "additional_kwargs": {k: v for k, v in message.additional_kwargs.items()
+                                                  if k != "tool_calls"},
+                            "response_metadata": dict(message.response_metadata or {}),
+                            "type": _kind(message), "name": message.name, "id": message.id}
     if isinstance(message, AIMessage):
-        if message.tool_calls:
-            data["tool_calls"] = [{"id": c.get("id"), "name": c["name"], "args": c.get("args", {})}
-                                  for c in message.tool_calls]
-        if message.usage_metadata:
-            data["usage_metadata"] = dict(message.usage_metadata)
-        if omit_text:
-            data["content"] = None
-            data["streamed"] = True
+        data["tool_calls"] = [{"name": c["name"], "args": c.get("args", {}), "id": c.get("id"), "type": "tool_call"}
+                              for c in message.tool_calls]
+        data["invalid_tool_calls"] = [dict(c) for c in message.invalid_tool_calls]
+        data["usage_metadata"] = dict(message.usage_metadata) if message.usage_metadata else None
     if isinstance(message, ToolMessage):
-        data.update(tool_call_id=message.tool_call_id, name=message.name, status=message.status)
-        if message.artifact is not None:
-            data["artifact"] = message.artifact
+        data.update(tool_call_id=message.tool_call_id, artifact=message.artifact, status=message.status)
     if isinstance(message, HumanMessage) and message.additional_kwargs.get("hide_from_ui"):
         data["hidden"] = True
     return data
 
 
-def serialize_state(values: dict[str, Any], *, streamed_ids: set[str] | None = None,
-                    cache: MessageCache | None = None) -> dict[str, Any]:
-    """A state snapshot; AI messages whose ids are in ``streamed_ids`` carry no text.
+def serialize_state(values: dict[str, Any], *, cache: MessageCache | None = None) -> dict[str, Any]:
+    """The full state snapshot (messages in :func:`serialize_message` form).
 
     ``cache`` reuses the forms of messages serialized for an earlier snapshot of the same
     run (state snapshots share their message objects), so a run's snapshots cost time in
     proportion to the new messages, not the whole history. Treat the result as read-only.
     """
-    streamed_ids = streamed_ids or set()
     out: dict[str, Any] = {}
     for key, value in values.items():
         if key == "messages":
             if cache is None:
-                out[key] = [serialize_message(m, omit_text=bool(m.id and m.id in streamed_ids)) for m in value]
+                out[key] = [serialize_message(m) for m in value]
             else:
-                out[key] = [cache.get(m, omit_text=bool(m.id and m.id in streamed_ids)) for m in value]
+                out[key] = [cache.get(m) for m in value]
         elif key in {"viewed_images", "jump_to", "structured_response"}:
             continue  # base64 payloads and control fields are not part of the public snapshot
         else:
@@ -79,14 +78,14 @@ class MessageCache:
     """Serialized messages by object identity (the cache holds the message, so ids stay unique)."""
 
     def __init__(self) -> None:
-        self._forms: dict[tuple[int, bool], tuple[BaseMessage, dict[str, Any]]] = {}
+        self._forms: dict[int, tuple[BaseMessage, dict[str, Any]]] = {}
 
-    def get(self, message: BaseMessage, *, omit_text: bool = False) -> dict[str, Any]:
-        """``serialize_message(message, omit_text=...)``, computed once per message object."""
-        key = (id(message), omit_text)
+    def get(self, message: BaseMessage) -> dict[str, Any]:
+        """``serialize_message(message)``, computed once per message object."""
+        key = id(message)
         hit = self._forms.get(key)
         if hit is not None and hit[0] is message:
             return hit[1]
-        data = serialize_message(message, omit_text=omit_text)
+        data = serialize_message(message)
         self._forms[key] = (message, data)
         return data

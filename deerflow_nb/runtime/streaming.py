@@ -2,8 +2,10 @@
 
 Invariants (tested): AI text arrives as per-id deltas whose concatenation equals the
 final text; each tool call and each tool result is emitted once; ``values``
-snapshots never carry AI text that was already streamed; ``end`` carries usage
-counted once per message id.
+snapshots carry the full state (as LangGraph sends them); ``end`` carries usage
+counted once per message id. ``messages-tuple`` events of LangGraph's ``messages``
+mode keep its metadata (:attr:`StreamEvent.meta`, JSON-safe keys only) for the HTTP
+``[chunk, metadata]`` tuples.
 """
 
 from __future__ import annotations
@@ -16,7 +18,24 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from deerflow_nb.runtime.events import StreamEvent
 from deerflow_nb.runtime.serialize import MessageCache, message_text, serialize_message, serialize_state
 
-__all__ = ["StreamConverter", "final_text_of", "pending_input_of"]
+__all__ = ["StreamConverter", "final_text_of", "pending_input_of", "stream_metadata"]
+
+_META_SCALARS = (str, int, float, bool, type(None))
+
+
+def stream_metadata(meta: Any) -> dict[str, Any] | None:
+    """The JSON-safe part of LangGraph's ``messages`` metadata (``langgraph_node``, ``ls_*``, ...)."""
+    if not isinstance(meta, dict):
+        return None
+    out: dict[str, Any] = {}
+    for key, value in meta.items():
+        if not isinstance(key, str) or key.startswith("__"):
+            continue
+        if isinstance(value, _META_SCALARS):
+            out[key] = value
+        elif isinstance(value, list | tuple) and all(isinstance(v, _META_SCALARS) for v in value):
+            out[key] = list(value)
+    return out
 
 
 class StreamConverter:
@@ -31,7 +50,8 @@ class StreamConverter:
         self._forms = MessageCache()  # each values snapshot serializes only the new messages
 
     # -- messages mode -------------------------------------------------------------
-    def _text_delta(self, message_id: str, full_or_delta: str, *, is_delta: bool) -> StreamEvent | None:
+    def _text_delta(self, message_id: str, full_or_delta: str, *, is_delta: bool,
+                    meta: dict[str, Any] | None = None) -> StreamEvent | None:
         sent = self.streamed.get(message_id, "")
         if is_delta:
             delta = full_or_delta
@@ -42,7 +62,7 @@ class StreamConverter:
         if not delta:
             return None
         self.streamed[message_id] = sent + delta
-        return StreamEvent("messages-tuple", {"type": "ai", "id": message_id, "content": delta})
+        return StreamEvent("messages-tuple", {"type": "ai", "id": message_id, "content": delta}, meta)
 
     def _tool_call_event(self, message: AIMessage) -> StreamEvent | None:
         if not message.tool_calls or not message.id or message.id in self.tool_calls_sent:
@@ -52,23 +72,24 @@ class StreamConverter:
         data["content"] = ""
         return StreamEvent("messages-tuple", data)
 
-    def _tool_result_event(self, message: ToolMessage) -> StreamEvent | None:
+    def _tool_result_event(self, message: ToolMessage, meta: dict[str, Any] | None = None) -> StreamEvent | None:
         key = message.tool_call_id or message.id or ""
         if key in self.tool_results_sent:
             return None
         self.tool_results_sent.add(key)
-        return StreamEvent("messages-tuple", serialize_message(message))
+        return StreamEvent("messages-tuple", serialize_message(message), meta)
 
-    def _on_message(self, message: BaseMessage) -> Iterator[StreamEvent]:
+    def _on_message(self, message: BaseMessage, meta: Any = None) -> Iterator[StreamEvent]:
         if self.known_ids is not None and message.id in self.known_ids:
             return
         if isinstance(message, AIMessage) and message.id:
             is_delta = message.__class__.__name__ == "AIMessageChunk"
-            event = self._text_delta(message.id, message_text(message), is_delta=is_delta)
+            event = self._text_delta(message.id, message_text(message), is_delta=is_delta,
+                                     meta=stream_metadata(meta))
             if event:
                 yield event
         elif isinstance(message, ToolMessage):
-            event = self._tool_result_event(message)
+            event = self._tool_result_event(message, stream_metadata(meta))
             if event:
                 yield event
 
@@ -92,13 +113,29 @@ class StreamConverter:
                 if event:
                     yield event
         self.final_state = state
-        yield StreamEvent("values", serialize_state(state, streamed_ids=set(self.streamed), cache=self._forms))
+        yield StreamEvent("values", serialize_state(state, cache=self._forms))
+
+    def _on_updates(self, chunk: Any) -> Iterator[StreamEvent]:
+        if not isinstance(chunk, dict):
+            return
+        out: dict[str, Any] = {}
+        for node, update in chunk.items():
+            if isinstance(update, dict):
+                out[str(node)] = serialize_state(update, cache=self._forms)
+            elif isinstance(update, list | tuple):  # interrupts and multi-writes
+                out[str(node)] = [serialize_state(u, cache=self._forms) if isinstance(u, dict) else u
+                                  for u in update]
+            else:
+                out[str(node)] = update
+        yield StreamEvent("updates", out)
 
     def feed(self, mode: str, chunk: Any) -> Iterator[StreamEvent]:
         """Events for one ``(mode, chunk)`` item of ``graph.astream``."""
         if mode == "messages":
-            message, _meta = chunk
-            yield from self._on_message(message)
+            message, meta = chunk
+            yield from self._on_message(message, meta)
+        elif mode == "updates":
+            yield from self._on_updates(chunk)
         elif mode == "values":
             yield from self._on_values(chunk)
         elif mode == "custom":

@@ -46,6 +46,7 @@ async def execute_run(
     durability: str = "async",
     converter: StreamConverter | None = None,
     stream_tokens: bool = True,
+    stream_updates: bool = False,
     on_success: Callable[[], Awaitable[Any]] | None = None,
 ) -> AsyncIterator[StreamEvent]:
     """Run ``graph`` on ``graph_input`` and yield events, ending with ``end``.
@@ -60,18 +61,22 @@ async def execute_run(
 
     With ``stream_tokens=False`` (a blocking ``chat``), LangGraph's ``messages`` mode is
     skipped: each AI message's text then arrives as one delta when its step completes,
-    which saves the per-token callback cost nobody would consume.
+    which saves the per-token callback cost nobody would consume. ``stream_updates=True``
+    adds LangGraph's ``updates`` mode (``updates`` events, ``{node: update}`` per step).
 
     Cancellation (``asyncio.CancelledError``) propagates to the caller after the
     graph stops; the checkpoint keeps what was completed.
     """
     converter = converter or StreamConverter()
+    modes = STREAM_MODES if stream_tokens else ["values", "custom"]
+    if stream_updates:
+        modes = [*modes, "updates"]
     try:
         async for mode, chunk in graph.astream(
             graph_input,
             config=config,
             context=context,
-            stream_mode=STREAM_MODES if stream_tokens else ["values", "custom"],
+            stream_mode=modes,
             durability=durability,
         ):
             for event in converter.feed(mode, chunk):
@@ -140,6 +145,7 @@ async def agent_run(
     events: RunEventStore | None = None,
     user_data: Path | None = None,
     stream_tokens: bool = True,
+    stream_updates: bool = False,
     workspace_before: dict[str, Any] | None = _UNSET,
     journal_sink: Callable[[list[JournalEntry]], None] | None = None,
     finish_blocking: Callable[[str], None] | None = None,
@@ -175,7 +181,8 @@ async def agent_run(
 
     try:
         async for event in execute_run(graph, graph_input, context=context, config=config, converter=converter,
-                                       stream_tokens=stream_tokens, on_success=on_success):
+                                       stream_tokens=stream_tokens, stream_updates=stream_updates,
+                                       on_success=on_success):
             if event.type == "custom" and (event.data or {}).get("type") == MODEL_PROGRESS:
                 yield event  # the moment, not the conversation: becomes progress, not journaled
                 continue

@@ -32,8 +32,9 @@ class _RunHandler(DeerFlowHandler):
         super().on_connection_close()
 
     async def _start(self, thread_id: str, body: RunCreateRequest) -> RunRecord:
-        if body.assistant_id not in {"lead_agent", "agent"}:
-            raise http_error(404, f"assistant {body.assistant_id!r} not found", "Not Found")
+        if body.assistant_id not in {"lead_agent", "agent"}:  # LangGraph answers an unknown assistant with 422
+            raise http_error(422, f"assistant_id: assistant {body.assistant_id!r} not found",
+                             "Unprocessable Entity")
         engine = self.service.engine
         if body.if_not_exists == "reject":
             store = await self.service.call(engine.store())
@@ -46,7 +47,7 @@ class _RunHandler(DeerFlowHandler):
             raise http_error(422, "input.messages[0] must be a human/user message", "Unprocessable Entity")
         options = engine.defaults.merged(**body.options())
         return await self.service.call(engine.start_run(
-            thread_id, message, options, body.secrets, user_id=self.user_id,
+            thread_id, message, options, body.secrets, user_id=self.user_id, stream_updates=body.wants("updates"),
             multitask_strategy=body.multitask_strategy, metadata=body.metadata, assistant_id="lead_agent"))
 
     async def _final_state(self, record: Any) -> dict[str, Any]:
@@ -146,7 +147,7 @@ class StatelessRunHandler(_RunHandler):
         if mode == "stream":
             if delete:
                 self._cleanup_later(record)
-            await stream_run(self, run_id=record.run_id, thread_id=None,
+            await stream_run(self, run_id=record.run_id, thread_id=record.thread_id, stateless=True,
                              modes=normalize_stream_modes(body.stream_mode), last_event_id=None,
                              on_disconnect=body.on_disconnect)
             return
@@ -173,6 +174,19 @@ class RunHandler(_RunHandler):
         if info is None or info.thread_id != thread_id:
             raise http_error(404, f"run {run_id!r} not found", "Not Found")
         return info
+
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def delete(self, thread_id: str, run_id: str) -> None:
+        """Delete a finished run (its row and journal); 409 while it is active; 204."""
+        info = await self._run(thread_id, run_id)
+        if info.status in {"pending", "running"}:
+            raise http_error(409, f"run {run_id!r} is still active; cancel it first", "Conflict")
+        await self.service.call(self.service.engine.delete_run(run_id, self.user_id))
+        self.set_status(204)
+        self.finish()
 
 
 class RunJoinHandler(RunHandler):
@@ -204,6 +218,28 @@ class RunJoinStreamHandler(RunHandler):
         await stream_run(self, run_id=run_id, thread_id=thread_id, modes=modes,
                          last_event_id=self.request.headers.get("Last-Event-ID") or None,
                          on_disconnect="cancel" if cancel else "continue")
+
+
+class ThreadStreamHandler(_RunHandler):
+    """``GET /threads/{id}/stream``: join the thread's active run (or end at once when it has none)."""
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def get(self, thread_id: str) -> None:
+        """The active run's events from now on (``?stream_mode=``, ``Last-Event-ID``)."""
+        store = await self.service.call(self.service.engine.store())
+        await self.service.call(store.threads.get(thread_id, self.user_id))
+        modes_arg = [m for m in self.get_query_arguments("stream_mode") if m]
+        modes = normalize_stream_modes(modes_arg) if modes_arg else None
+        active = self.service.engine.runs.active_run(thread_id)
+        if active is None:
+            self.set_header("Content-Type", "text/event-stream; charset=utf-8")
+            self.set_header("Cache-Control", "no-store")
+            self.finish()
+            return
+        await stream_run(self, run_id=active.run_id, thread_id=thread_id, modes=modes,
+                         last_event_id=self.request.headers.get("Last-Event-ID") or None)
 
 
 class RunCancelHandler(RunHandler):
@@ -268,6 +304,7 @@ default_handlers = [
     (rf"/{API}/threads/{_T}/runs/{_R}/events", RunEventsHandler),
     (rf"/{API}/threads/{_T}/runs/{_R}/workspace-changes", WorkspaceChangesHandler),
     (rf"/{API}/threads/{_T}/workspace-changes", WorkspaceChangesHandler),
+    (rf"/{API}/threads/{_T}/stream", ThreadStreamHandler),
     (rf"/{API}/runs/(?P<mode>stream|wait)", StatelessRunHandler),
 ]
 

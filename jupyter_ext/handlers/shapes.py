@@ -20,11 +20,15 @@ ASSISTANT: dict[str, Any] = {
 
 
 def thread_json(record: ThreadRecord, values: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A LangGraph ``Thread`` (plus DeerFlow's ``title``)."""
-    return {"thread_id": record.thread_id, "created_at": iso(record.created_at), "updated_at": iso(record.updated_at),
-            "metadata": {**record.metadata, "graph_id": record.assistant_id, "assistant_id": record.assistant_id},
-            "status": record.status, "title": record.title,
-            "values": serialize_state(values) if values else {}, "interrupts": {}}
+    """A LangGraph ``Thread`` (plus DeerFlow's ``title``); ``values`` is ``null`` until the thread has state."""
+    updated = iso(record.updated_at)
+    out = {"thread_id": record.thread_id, "created_at": iso(record.created_at), "updated_at": updated,
+           "state_updated_at": updated,
+           "metadata": {**record.metadata, "graph_id": record.assistant_id, "assistant_id": record.assistant_id},
+           "status": record.status, "config": {}, "title": record.title, "values": None}
+    if values:  # as LangGraph: a thread with state also has its config, error and interrupts
+        out.update(config={"configurable": {}}, values=serialize_state(values), error=None, interrupts={})
+    return out
 
 
 def run_json(info: RunInfo) -> dict[str, Any]:
@@ -39,7 +43,7 @@ def state_json(thread_id: str, item: dict[str, Any] | None) -> dict[str, Any]:
     """A LangGraph ``ThreadState`` from one history item of the engine (``None``: no state yet)."""
     if item is None:
         return {"values": {}, "next": [], "tasks": [], "interrupts": [], "metadata": {}, "created_at": None,
-                "checkpoint": None, "parent_checkpoint": None}
+                "checkpoint": None, "parent_checkpoint": None, "checkpoint_id": None, "parent_checkpoint_id": None}
 
     def ref(checkpoint_id: str | None) -> dict[str, Any] | None:
         if checkpoint_id is None:
@@ -48,4 +52,5 @@ def state_json(thread_id: str, item: dict[str, Any] | None) -> dict[str, Any]:
 
     return {"values": serialize_state(item["values"]), "next": [], "tasks": [], "interrupts": [],
             "metadata": item.get("metadata", {}), "created_at": item.get("created_at"),
-            "checkpoint": ref(item["checkpoint_id"]), "parent_checkpoint": ref(item.get("parent_checkpoint_id"))}
+            "checkpoint": ref(item["checkpoint_id"]), "parent_checkpoint": ref(item.get("parent_checkpoint_id")),
+            "checkpoint_id": item["checkpoint_id"], "parent_checkpoint_id": item.get("parent_checkpoint_id")}

@@ -1,21 +1,58 @@
-"""Server-sent events of a run: ids, ``Last-Event-ID`` replay, ``gap``, heartbeats, END."""
+"""Server-sent events of a run, on the wire as LangGraph Platform sends them.
+
+Stream events become LangGraph frames: ``values`` (the full
+state), ``messages`` carrying ``[message_chunk, metadata]`` for the ``messages-tuple`` mode,
+``updates``, ``custom``, ``error``. DeerFlow's ``end`` and ``progress`` events are sent only to
+streams that asked for those modes (DeerFlow's own client does). Every frame has an ``id``
+(``Last-Event-ID`` replay), ``gap`` reports events that are no longer available, heartbeats
+are SSE comments.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import json
 from typing import TYPE_CHECKING, Any
 
 from tornado.iostream import StreamClosedError
 
-from deerflow_nb.runtime import HEARTBEAT, BridgeEvent, StreamGap
+from deerflow_nb.runtime import HEARTBEAT, BridgeEvent, StreamEvent, StreamGap
+from deerflow_nb.runtime.stream_modes import LANGGRAPH_STREAM_MODES
 from jupyter_ext.handlers.base import dumps
 
 if TYPE_CHECKING:
     from jupyter_ext.handlers.base import DeerFlowHandler
 
-__all__ = ["sse_event", "stream_run"]
+__all__ = ["message_chunk", "sse_event", "stream_run", "wire_frame"]
 
-_ALWAYS = frozenset({"end", "error"})
+_ALWAYS = frozenset({"error"})
+
+
+def message_chunk(data: dict[str, Any]) -> dict[str, Any]:
+    """A ``messages-tuple`` event's message as LangGraph's message chunk (an ``AIMessageChunk`` for AI text)."""
+    if data.get("type") != "ai":
+        return data
+    calls = list(data.get("tool_calls") or [])
+    return {"content": data.get("content") or "", "additional_kwargs": data.get("additional_kwargs") or {},
+            "response_metadata": data.get("response_metadata") or {}, "type": "AIMessageChunk",
+            "name": data.get("name"), "id": data.get("id"), "tool_calls": calls,
+            "invalid_tool_calls": list(data.get("invalid_tool_calls") or []),
+            "usage_metadata": data.get("usage_metadata"),
+            "tool_call_chunks": [{"name": c.get("name"), "args": json.dumps(c.get("args") or {}), "id": c.get("id"),
+                                  "index": i, "type": "tool_call_chunk"} for i, c in enumerate(calls)],
+            "chunk_position": None}
+
+
+def wire_frame(event: StreamEvent, run_id: str, thread_id: str | None) -> tuple[str, Any]:
+    """``(SSE event name, data)`` of a stream event, as LangGraph Platform names and shapes it."""
+    if event.type == "messages-tuple":
+        data = event.data if isinstance(event.data, dict) else {}
+        meta = dict(event.meta or {"langgraph_node": "tools" if data.get("type") == "tool" else "model"})
+        meta.update(run_id=run_id, thread_id=thread_id)
+        return "messages", [message_chunk(data), meta]
+    if event.type == "error" and isinstance(event.data, dict):
+        return "error", {"error": event.data.get("type") or "Error", **event.data}
+    return event.type, event.data
 
 
 def sse_event(event: str, data: Any, event_id: str | None = None) -> str:
@@ -25,43 +62,52 @@ def sse_event(event: str, data: Any, event_id: str | None = None) -> str:
 
 
 async def stream_run(handler: DeerFlowHandler, *, run_id: str, thread_id: str | None, modes: list[str] | None,
-                     last_event_id: str | None, on_disconnect: str = "continue") -> None:
-    """Write the run's events to ``handler`` until END (or until the client goes away).
+                     last_event_id: str | None, on_disconnect: str = "continue", stateless: bool = False) -> None:
+    """Write the run's events to ``handler`` until the run ends (or until the client goes away).
 
-    ``modes`` filters event types (``None``: all); ``end`` and ``error`` always pass.
-    With ``on_disconnect="cancel"`` a client that disconnects cancels the run.
+    ``modes`` filters event types (``None``: every LangGraph mode, not DeerFlow's opt-in
+    ``end``/``progress``); ``error`` always passes. With ``on_disconnect="cancel"`` a
+    client that disconnects cancels the run. A ``stateless`` run's headers name ``/runs/{run_id}``.
     """
     service = handler.service
     handler.set_header("Content-Type", "text/event-stream; charset=utf-8")
     handler.set_header("Cache-Control", "no-store")
     handler.set_header("X-Accel-Buffering", "no")
-    if thread_id is not None:  # lets langgraph-sdk reconnect by itself with Last-Event-ID
+    if thread_id is not None and not stateless:  # Location lets langgraph-sdk reconnect by itself with Last-Event-ID
         handler.set_header("Location", f"/threads/{thread_id}/runs/{run_id}/stream")
-        handler.set_header("Content-Location", f"/threads/{thread_id}/runs/{run_id}/stream")
-    wanted = None if modes is None else frozenset(modes) | _ALWAYS
+        handler.set_header("Content-Location", f"/threads/{thread_id}/runs/{run_id}")
+    else:
+        handler.set_header("Location", f"/runs/{run_id}/stream")
+        handler.set_header("Content-Location", f"/runs/{run_id}")
+    wanted = frozenset(LANGGRAPH_STREAM_MODES if modes is None else modes) | _ALWAYS
     bridge = service.engine.bridge
     disconnected = False
     try:
         await handler.flush()  # headers now: later writes cannot turn this into a JSON response
         if last_event_id is None:
-            handler.write(sse_event("metadata", {"run_id": run_id, "thread_id": thread_id, "attempt": 1}))
+            handler.write(sse_event("metadata", {"run_id": run_id, "attempt": 1}))
             await handler.flush()
         if not bridge.has(run_id):  # finished long ago: report the stored outcome
             info = await service.call(service.engine.runs.get(run_id, handler.user_id))
             if info is not None:
+                if last_event_id is not None:  # the events after it were cleaned up with the channel
+                    handler.write(sse_event("gap", {"type": "stream_replay_gap", "last_event_id": last_event_id,
+                                                    "resumed_at": None, "reason": "run finished; events expired"}))
                 outcome = {"run_id": run_id, "status": info.status, "stop_reason": info.stop_reason,
                            "usage": info.usage}
                 if info.status != "success":  # as streamed live: ``error``, then ``end``
-                    handler.write(sse_event("error", {**(info.error or {}), **outcome,
-                                                      "message": (info.error or {}).get("message", info.status)}))
-                handler.write(sse_event("end", {**outcome, "error": info.error}))
+                    error = {**(info.error or {}), **outcome, "message": (info.error or {}).get("message", info.status)}
+                    handler.write(sse_event(*wire_frame(StreamEvent("error", error), run_id, thread_id)))
+                if "end" in wanted:
+                    handler.write(sse_event("end", {**outcome, "error": info.error}))
             return
         async for batch in service.iterate(lambda: bridge.subscribe_batches(run_id, last_event_id, heartbeat=True)):
             frames: list[str] = []
             for item in batch:
                 if isinstance(item, BridgeEvent):
-                    if wanted is None or item.event.type in wanted:
-                        frames.append(sse_event(item.event.type, item.event.data, item.id))
+                    if item.event.type in wanted:
+                        name, data = wire_frame(item.event, run_id, thread_id)
+                        frames.append(sse_event(name, data, item.id))
                 elif isinstance(item, StreamGap):
                     frames.append(sse_event("gap", item.to_dict()))
                 elif item is HEARTBEAT:

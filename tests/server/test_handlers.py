@@ -85,8 +85,10 @@ async def test_sdk_default_payload_and_messages_tuple_are_accepted(jp_fetch):
     assert response.headers["Content-Type"].startswith("text/event-stream")
     text = response.body.decode()
     assert text.startswith("event: metadata\n")
-    assert "event: messages-tuple\nid: " in text and text.rstrip().split("\n\n")[-1].startswith("event: end")
+    assert "event: messages\nid: " in text and text.rstrip().split("\n\n")[-1].startswith("event: values")
+    assert "event: end" not in text  # DeerFlow's ``end`` only for streams that ask for it
     assert response.headers["Location"].endswith("/stream")
+    assert response.headers["Content-Location"].endswith("/runs/" + response.headers["Location"].split("/")[-2])
 
 
 async def test_errors_are_json_and_bad_json_is_400(jp_fetch):

@@ -37,14 +37,27 @@ async def test_assistants_and_threads(lg_client):
 async def test_stream_wait_join_list_get(lg_client):
     thread = await lg_client.threads.create()
     tid = thread["thread_id"]
+    created = []
     parts = [p async for p in lg_client.runs.stream(tid, "lead_agent", input=MSG,
-                                                     stream_mode=["values", "messages-tuple"])]
+                                                     stream_mode=["values", "messages-tuple"],
+                                                     on_run_created=created.append)]
     kinds = [p.event for p in parts]
-    assert kinds[0] == "metadata" and kinds[-1] == "end" and "values" in kinds
-    text = "".join(p.data["content"] for p in parts if p.event == "messages-tuple" and p.data.get("type") == "ai")
+    # as langgraph dev sends it: metadata, values, messages [chunk, metadata] ..., values; no ``end``
+    assert kinds[0] == "metadata" and kinds[-1] == "values" and "end" not in kinds
+    assert set(kinds) == {"metadata", "values", "messages"}
+    chunks = [p.data for p in parts if p.event == "messages"]
+    assert all(isinstance(c, list) and len(c) == 2 for c in chunks)
+    text = "".join(c[0]["content"] for c in chunks if c[0]["type"] == "AIMessageChunk")
     assert text == SLOW.strip() or text == SLOW
+    assert chunks[0][1]["thread_id"] == tid and chunks[0][1]["langgraph_node"] == "model"
+    last = parts[-1].data["messages"][-1]  # full state: the streamed answer's text is there
+    assert last["type"] == "ai" and last["content"].strip() == SLOW.strip() and "streamed" not in last
     ids = [int(p.id) for p in parts if p.id]
     assert ids == sorted(ids) and len(ids) == len(set(ids))
+    # Content-Location is the run's URL: on_run_created reports the run id itself
+    (meta,) = created
+    assert meta["thread_id"] == tid and meta["run_id"] == parts[0].data["run_id"]
+    assert (await lg_client.runs.get(tid, meta["run_id"]))["status"] == "success"
 
     state = await lg_client.threads.get_state(tid)
     assert state["values"]["messages"][-1]["content"].strip() == SLOW.strip()
@@ -82,8 +95,7 @@ async def test_conflict_cancel_and_interrupt(lg_client):
 
 async def test_stateless_runs(lg_client):
     parts = [p async for p in lg_client.runs.stream(None, "lead_agent", input=MSG, stream_mode="messages-tuple")]
-    assert parts[-1].event == "end" and any(p.event == "messages-tuple" for p in parts)
-    assert not any(p.event == "values" for p in parts)  # only the requested mode (plus end/error)
+    assert {p.event for p in parts} == {"metadata", "messages"}  # only the requested mode
     result = await lg_client.runs.wait(None, "lead_agent", input=MSG)
     assert result["messages"][-1]["content"].strip() == SLOW.strip()
 
@@ -97,7 +109,8 @@ async def test_join_stream_replays_after_last_event_id(lg_client):
             first.append(part)
         if len(first) == 5:
             break  # disconnect mid-run
-    rest = [p async for p in lg_client.runs.join_stream(tid, run["run_id"], last_event_id=first[-1].id)]
+    rest = [p async for p in lg_client.runs.join_stream(tid, run["run_id"], last_event_id=first[-1].id,
+                                                        stream_mode=["messages-tuple", "values", "custom", "end"])]
     ids = [int(p.id) for p in first] + [int(p.id) for p in rest if p.id]
     assert ids == list(range(ids[0], ids[0] + len(ids)))  # nothing lost, nothing twice
-    assert rest[-1].event == "end"
+    assert rest[-1].event == "end"  # DeerFlow's opt-in ``end`` mode
