@@ -246,10 +246,15 @@ function render({ model, el }) {
     drawItems();
   };
   // agent.ui(): this user's threads (open, rename, delete, new) and the model picker
-  let threadsOpen = !!memory.threadsOpen;
+  // the panel and its summary are made once, so an update never closes a list the user opened
+  const threadsSummary = dfEl("summary", {});
+  const threadsBody = dfEl("div", {});
+  const panel = dfEl("details", { class: "dfw-card dfw-threads", open: !!memory.threadsOpen }, threadsSummary, threadsBody);
+  panel.addEventListener("toggle", () => { memory.threadsOpen = panel.open; });
+  const bar = dfEl("div", { class: "dfw-browser-bar" });
   const drawBrowser = () => {
-    browser.replaceChildren();
-    if (!model.get("browser")) return;
+    if (!model.get("browser")) { browser.replaceChildren(); return; }
+    if (!browser.firstChild) browser.append(bar, panel);
     const busy = model.get("status") === "running" || kernel === false;
     const current = model.get("thread_id");
     const models = model.get("models") || [];
@@ -265,7 +270,7 @@ function render({ model, el }) {
       const name = t.title || "(untitled)";
       const open = dfEl("button", { class: "dfw-linkbtn dfw-thread-open", type: "button", disabled: busy,
         title: t.thread_id, onclick: () => model.send({ kind: "open_thread", thread_id: t.thread_id }) }, name);
-      const when = dfEl("span", { class: "dfw-help" }, t.status === "running" ? "running" : (t.updated_at || "").slice(0, 16).replace("T", " "));
+      const when = dfEl("span", { class: "dfw-help" }, t.status === "running" ? "running" : t.updated_at || "");
       const rename = dfEl("button", { class: "dfw-btn dfw-btn-small dfw-thread-rename", type: "button", disabled: kernel === false,
         onclick: () => {
           const box = dfEl("input", { class: "dfw-rename-input", type: "text", "aria-label": "new title" });
@@ -287,13 +292,12 @@ function render({ model, el }) {
       row.append(open, " ", when, " ", rename, del);
       return row;
     });
-    const panel = dfEl("details", { class: "dfw-card dfw-threads", open: threadsOpen },
-      dfEl("summary", {}, `Threads (${rows.length})`),
-      rows.length ? dfEl("ul", { class: "dfw-thread-list" }, rows) : dfEl("div", { class: "dfw-help" }, "No threads yet."));
-    panel.addEventListener("toggle", () => { threadsOpen = memory.threadsOpen = panel.open; });
+    threadsSummary.textContent = `Threads (${rows.length})`;
+    threadsBody.replaceChildren(rows.length ? dfEl("ul", { class: "dfw-thread-list" }, rows)
+      : dfEl("div", { class: "dfw-help" }, "No threads yet."));
     const fresh = dfEl("button", { class: "dfw-btn dfw-new-thread", type: "button", disabled: busy,
       onclick: () => model.send({ kind: "new_thread" }) }, "New thread");
-    browser.append(dfEl("div", { class: "dfw-browser-bar" }, fresh, picker), panel);
+    bar.replaceChildren(fresh, picker);
   };
   const drawAll = () => { drawHeader(); drawTodos(); drawFiles(); drawBrowser(); };
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import copy
+import datetime
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -254,10 +255,12 @@ class ChatWidget(DeerFlowWidget):
 
     def refresh_threads(self) -> list[dict[str, Any]]:
         """Re-read this user's threads into the thread list; returns them."""
-        rows = self._require_client().threads()
-        self.threads = [{"thread_id": r["thread_id"], "title": r.get("title") or "", "status": r.get("status"),
-                         "updated_at": str(r.get("updated_at") or "")} for r in rows]
+        self._set_threads(self._require_client().threads())
         return list(self.threads)
+
+    def _set_threads(self, rows: list[dict[str, Any]]) -> None:
+        self.threads = [{"thread_id": r["thread_id"], "title": r.get("title") or "", "status": r.get("status"),
+                         "updated_at": _when(r.get("updated_at"))} for r in rows]
 
     def open_thread(self, thread_id: str | None = None) -> None:
         """Show another thread of this user (``None``: a new one), reattaching to its running run."""
@@ -381,6 +384,11 @@ class ChatWidget(DeerFlowWidget):
         self._push()
         self.progress = {}
         self.status = status
+        if self.client is not None:  # the run may have titled its thread
+            try:
+                self._set_threads(await self.client.athreads())
+            except Exception:  # the list is a convenience; the chat's outcome is already shown
+                pass
         self.refresh_display()  # the saved notebook's fallback shows the conversation as it ended
 
     async def _check_answered_elsewhere(self) -> None:
@@ -438,6 +446,19 @@ class ChatWidget(DeerFlowWidget):
                 self._transcript.add_error(f"{type(exc).__name__}: {exc}" if not isinstance(exc, UsageError)
                                            else str(exc))
                 self._push()
+
+
+def _when(value: Any) -> str:
+    """``YYYY-MM-DD HH:MM`` (local time) of an epoch number (embedded) or an ISO string (HTTP)."""
+    try:
+        if isinstance(value, int | float):
+            return datetime.datetime.fromtimestamp(value).strftime("%Y-%m-%d %H:%M")
+        if value:
+            parsed = datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+            return (parsed.astimezone() if parsed.tzinfo else parsed).strftime("%Y-%m-%d %H:%M")
+    except (TypeError, ValueError, OverflowError, OSError):
+        pass
+    return str(value or "")
 
 
 def _active_run(thread: Any) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -37,6 +38,7 @@ def test_thread_list_open_rename_delete_new(agent, comm_log):
     assert chat.wait(30) == "Answer to two."
     chat.refresh_threads()
     assert chat.threads[0]["thread_id"] == chat.thread_id
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", chat.threads[0]["updated_at"])
     # open the first thread: its history replaces the transcript
     front_end_send(chat, {"kind": "open_thread", "thread_id": first.id})
     assert chat.thread_id == first.id and chat.title == "First"
