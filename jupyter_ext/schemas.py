@@ -36,6 +36,48 @@ class RunInput(BaseModel):
     messages: list[dict[str, Any]] = Field(min_length=1, max_length=1,
                                            description="Exactly one message: {'role': 'user', 'content': ...}.")
 
+    @field_validator("messages")
+    @classmethod
+    def _message(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for message in value:
+            content = message.get("content")
+            if not isinstance(content, str | list):
+                raise ValueError("content must be a string or a list of content blocks")
+            if isinstance(content, str) and not content.strip():
+                raise ValueError("content must not be empty")
+            for key in ("role", "type"):
+                if key in message and not isinstance(message[key], str):
+                    raise ValueError(f"{key} must be a string")
+            if not isinstance(message.get("additional_kwargs", {}), dict):
+                raise ValueError("additional_kwargs must be an object")
+        return value
+
+
+class RunOptionsModel(BaseModel):
+    """The run options DeerFlow reads from ``config.configurable`` and ``context`` (other keys pass through)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    model_name: str | None = Field(default=None, min_length=1, max_length=200)
+    thinking_enabled: bool | None = None
+    is_plan_mode: bool | None = None
+    plan_mode: bool | None = None
+    subagent_enabled: bool | None = None
+    non_interactive: bool | None = None
+
+
+class RunConfig(BaseModel):
+    """``config``: ``configurable`` (run options), ``recursion_limit``, ``tags``, ``metadata``."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    configurable: RunOptionsModel | None = None
+    recursion_limit: int | None = Field(default=None, ge=1, le=10_000)
+    tags: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+    run_name: str | None = None
+    max_concurrency: int | None = Field(default=None, ge=1, le=1000)
+
 
 class RunCreateRequest(_Body):
     """Body of ``POST /threads/{id}/runs[/stream|/wait]`` and ``POST /runs/stream|wait``."""
@@ -43,9 +85,9 @@ class RunCreateRequest(_Body):
     assistant_id: str = "lead_agent"
     input: RunInput
     command: None = Field(default=None, description="Not supported: answer human input with a new message.")
-    config: dict[str, Any] | None = Field(default=None, description="configurable: model_name, thinking_enabled, "
-                                          "is_plan_mode, subagent_enabled; recursion_limit.")
-    context: dict[str, Any] | None = Field(default=None, description="Same keys as config.configurable.")
+    config: RunConfig | None = Field(default=None, description="configurable: model_name, thinking_enabled, "
+                                     "is_plan_mode, subagent_enabled; recursion_limit.")
+    context: RunOptionsModel | None = Field(default=None, description="Same keys as config.configurable.")
     metadata: dict[str, Any] | None = None
     stream_mode: str | list[str] | None = Field(default=None, description=f"Any of {list(PUBLIC_STREAM_MODES)}.")
     stream_subgraphs: Literal[False] = False
@@ -80,20 +122,22 @@ class RunCreateRequest(_Body):
 
     def options(self) -> dict[str, Any]:
         """Run options (the engine's ``RunOptions`` fields) from ``config``/``context``."""
-        merged: dict[str, Any] = {**((self.config or {}).get("configurable") or {}), **(self.context or {})}
+        configurable = self.config.configurable if self.config is not None else None
+        merged: dict[str, Any] = {**(configurable.model_dump(exclude_none=True) if configurable else {}),
+                                  **(self.context.model_dump(exclude_none=True) if self.context else {})}
         names = {"model_name": "model_name", "thinking_enabled": "thinking_enabled", "is_plan_mode": "plan_mode",
                  "plan_mode": "plan_mode", "subagent_enabled": "subagent_enabled",
                  "non_interactive": "non_interactive"}
         options = {target: merged[key] for key, target in names.items() if key in merged}
-        if self.config and self.config.get("recursion_limit"):
-            options["recursion_limit"] = int(self.config["recursion_limit"])
+        if self.config is not None and self.config.recursion_limit:
+            options["recursion_limit"] = self.config.recursion_limit
         return options
 
 
 class ThreadCreateRequest(_Body):
     """Body of ``POST /threads``."""
 
-    thread_id: str | None = None
+    thread_id: str | None = Field(default=None, min_length=1, max_length=200)
     metadata: dict[str, Any] | None = None
     if_exists: Literal["raise", "do_nothing"] = "raise"
     graph_id: str | None = None

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
+import math
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -19,7 +21,16 @@ from deerflow_nb.config import validate_id
 from deerflow_nb.errors import DeerFlowError, UsageError, status_for
 from jupyter_ext.service import DeerFlowService
 
-__all__ = ["API", "AUTH_RESOURCE", "DeerFlowHandler", "api_method", "dumps", "iso"]
+__all__ = ["API", "AUTH_RESOURCE", "MAX_BODY_BYTES", "MAX_JSON_DEPTH", "MAX_METADATA_BYTES", "DeerFlowHandler",
+           "api_method", "check_json", "dumps", "iso"]
+
+#: Largest JSON request body (413 beyond it).
+MAX_BODY_BYTES = 1 << 20
+#: Largest ``metadata`` object of a thread or run, as compact JSON (413 beyond it).
+MAX_METADATA_BYTES = 64 << 10
+#: Deepest nesting of a JSON body (422 beyond it).
+MAX_JSON_DEPTH = 32
+_INT64 = (-(1 << 63), (1 << 63) - 1)
 
 API = "deerflow/api"
 AUTH_RESOURCE = "deerflow"
@@ -51,6 +62,50 @@ def _validation_message(exc: ValidationError) -> str:
     return "invalid request body: " + "; ".join(parts)
 
 
+def _surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def check_json(value: Any, where: str = "body", depth: int = 0) -> str | None:
+    """Why ``value`` (parsed JSON) cannot be stored and served back, naming the field; ``None`` when it can.
+
+    Refused: nesting deeper than :data:`MAX_JSON_DEPTH`, integers outside 64 bits, non-finite
+    numbers and strings (keys too) with lone UTF-16 surrogates.
+    """
+    if depth > MAX_JSON_DEPTH:
+        return f"{where}: nested deeper than {MAX_JSON_DEPTH} levels"
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return None if _INT64[0] <= value <= _INT64[1] else f"{where}: integer out of the 64-bit range"
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{where}: not a finite number"
+    if isinstance(value, str):
+        return f"{where}: lone UTF-16 surrogate in a string" if _surrogate(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if _surrogate(key):
+                return f"{where}: lone UTF-16 surrogate in a key"
+            problem = check_json(item, f"{where}.{key}", depth + 1)
+            if problem:
+                return problem
+        return None
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            problem = check_json(item, f"{where}[{i}]", depth + 1)
+            if problem:
+                return problem
+    return None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 class DeerFlowHandler(ExtensionHandlerMixin, APIHandler):
     """Base of every DeerFlow route (Jupyter auth, the requesting user, the runtime)."""
 
@@ -77,18 +132,57 @@ class DeerFlowHandler(ExtensionHandlerMixin, APIHandler):
             raise web.HTTPError(403, reason=f"user name {user.username!r} cannot be a DeerFlow user_id") from None
 
     def parse(self, model: type[M]) -> M:
-        """The JSON body as ``model`` (400 for bad JSON, 422 naming the offending fields)."""
+        """The JSON body as ``model``, validated strictly (no ``"yes"`` for a boolean, no ``"5"`` for a number).
+
+        400 for a body that is not JSON (or not an object), 413 over :data:`MAX_BODY_BYTES` or a
+        ``metadata`` over :data:`MAX_METADATA_BYTES`, 422 naming the offending field for JSON that
+        cannot be stored and served back (:func:`check_json`) or that does not fit ``model``.
+        """
         raw = self.request.body or b"{}"
+        if len(raw) > MAX_BODY_BYTES:
+            raise _HTTPError(413, f"request body is larger than {MAX_BODY_BYTES} bytes", "Payload Too Large")
         try:
-            data = json.loads(raw) if raw.strip() else {}
+            data = json.loads(raw, parse_constant=_no_constant) if raw.strip() else {}
+        except RecursionError:
+            raise _HTTPError(422, f"body: nested deeper than {MAX_JSON_DEPTH} levels", "Unprocessable Entity") from None
         except ValueError:
             raise web.HTTPError(400, reason="request body is not valid JSON") from None
         if data is None:
             data = {}
+        if not isinstance(data, dict):
+            raise _HTTPError(400, "request body must be a JSON object", "Bad Request")
+        problem = check_json(data)
+        if problem:
+            raise _HTTPError(422, f"invalid request body: {problem}", "Unprocessable Entity")
+        for key in ("metadata",):
+            if isinstance(data.get(key), dict) and len(dumps(data[key])) > MAX_METADATA_BYTES:
+                raise _HTTPError(413, f"{key}: larger than {MAX_METADATA_BYTES} bytes", "Payload Too Large")
         try:
-            return model.model_validate(data)
+            return model.model_validate(data, strict=True)
         except ValidationError as exc:
             raise _HTTPError(422, _validation_message(exc), "Unprocessable Entity") from None
+
+    def query_int(self, name: str, default: int, *, ge: int = 0, le: int = 10_000) -> int:
+        """An integer query argument within ``[ge, le]`` (422 naming it otherwise)."""
+        raw = self.get_query_argument(name, None)
+        if raw is None or raw == "":
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            raise _HTTPError(422, f"query {name}: not an integer: {raw[:40]!r}", "Unprocessable Entity") from None
+        if not ge <= value <= le:
+            raise _HTTPError(422, f"query {name}: must be between {ge} and {le}", "Unprocessable Entity")
+        return value
+
+    def query_choice(self, name: str, default: str | None, choices: tuple[str, ...]) -> str | None:
+        """A query argument from ``choices`` (422 naming it otherwise)."""
+        raw = self.get_query_argument(name, None)
+        if raw is None or raw == "":
+            return default
+        if raw not in choices:
+            raise _HTTPError(422, f"query {name}: must be one of {', '.join(choices)}", "Unprocessable Entity")
+        return raw
 
     def write_json(self, value: Any, status: int = 200) -> None:
         """Finish with a JSON body."""
@@ -108,7 +202,8 @@ class DeerFlowHandler(ExtensionHandlerMixin, APIHandler):
         self.finish(dumps(body))
 
 
-_REASONS = {404: "Not Found", 403: "Forbidden", 409: "Conflict", 422: "Unprocessable Entity"}
+_REASONS = {404: "Not Found", 403: "Forbidden", 409: "Conflict", 413: "Payload Too Large",
+            422: "Unprocessable Entity"}
 
 
 class _HTTPError(web.HTTPError):
@@ -140,5 +235,9 @@ def api_method(method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable
             status = status_for(exc)
             reason = _REASONS.get(status, type(exc).__name__)
             raise http_error(status, str(exc), reason, type(exc).__name__) from None
+        except OSError as exc:
+            if exc.errno == errno.ENAMETOOLONG:
+                raise http_error(422, "file name too long", "Unprocessable Entity", "UsageError") from None
+            raise
 
     return wrapper

@@ -196,6 +196,19 @@ class UploadsHandler(DeerFlowHandler):
                                                                                    filename)))
 
 
+def _since(raw: str | None) -> float | None:
+    """``?since=`` as UNIX seconds (422 naming it otherwise)."""
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise http_error(422, "query since: not a number (UNIX seconds)", "Unprocessable Entity") from None
+    if value != value or value in {float("inf"), float("-inf")}:
+        raise http_error(422, "query since: not a finite number", "Unprocessable Entity")
+    return value
+
+
 class UsageHandler(DeerFlowHandler):
     """``GET /usage`` (``?thread_id=``, ``?since=`` UNIX seconds)."""
 
@@ -206,7 +219,7 @@ class UsageHandler(DeerFlowHandler):
         """Token usage and cost of the requesting user's runs, overall and per model."""
         since = self.get_query_argument("since", None)
         self.write_json(await self.service.call(self.service.gateway.usage(
-            self.user_id, self.get_query_argument("thread_id", None), float(since) if since else None)))
+            self.user_id, self.get_query_argument("thread_id", None), _since(since))))
 
 
 class ArtifactHandler(DeerFlowHandler):

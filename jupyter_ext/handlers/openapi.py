@@ -2,7 +2,9 @@
 
 Paths come from the handlers' URL patterns, operations from their HTTP methods
 (summary = the method's docstring), request bodies from the pydantic models in
-:data:`BODIES`, so the document cannot drift from the routes.
+:data:`BODIES`, responses from :data:`RESPONSES`, so the document cannot drift from the
+routes. A handler that serves several patterns but not every method on each is narrowed
+by :data:`SERVED` (e.g. ``PUT /skills/{name}`` exists, ``PUT /skills`` does not).
 """
 
 from __future__ import annotations
@@ -33,6 +35,49 @@ BODIES: dict[tuple[str, str], type[BaseModel]] = {
     ("StatelessRunHandler", "post"): schemas.RunCreateRequest,
     ("FeedbackHandler", "post"): schemas.FeedbackRequest,
 }
+#: Methods actually served per path, where a handler's methods cover more paths than they serve;
+#: templated paths served only for fixed values are listed with those values.
+SERVED: dict[str, dict[str, tuple[str, ...]]] = {
+    "/skills": {"/skills": ("get",)},
+    "/memory": {"/memory": ("get",)},
+    "/memory/{part}": {"/memory/config": ("get",), "/memory/status": ("get",), "/memory/reload": ("post",)},
+    "/threads/{thread_id}/uploads": {"/threads/{thread_id}/uploads": ("post",)},
+    "/threads/{thread_id}/uploads/{filename}": {"/threads/{thread_id}/uploads/list": ("get",),
+                                                "/threads/{thread_id}/uploads/{filename}": ("delete",)},
+    "/models": {"/models": ("get",)},
+    "/models/{name}": {"/models/{name}": ("get",)},
+}
+_OBJ: dict[str, Any] = {"type": "object"}
+_LIST: dict[str, Any] = {"type": "array", "items": {"type": "object"}}
+_THREAD: dict[str, Any] = {"type": "object",
+                           "required": ["thread_id", "created_at", "updated_at", "metadata", "status"],
+                           "properties": {"thread_id": {"type": "string"}, "created_at": {"type": "string"},
+                                          "updated_at": {"type": "string"}, "state_updated_at": {"type": "string"},
+                                          "metadata": {"type": "object"}, "status": {"type": "string"},
+                                          "config": {"type": "object"}, "values": {"type": ["object", "null"]}}}
+_RUN: dict[str, Any] = {"type": "object", "required": ["run_id", "thread_id", "assistant_id", "status"],
+                        "properties": {"run_id": {"type": "string"}, "thread_id": {"type": "string"},
+                                       "assistant_id": {"type": "string"}, "status": {"type": "string"},
+                                       "created_at": {"type": "string"}, "updated_at": {"type": "string"},
+                                       "metadata": {"type": "object"}, "multitask_strategy": {"type": "string"}}}
+_STATE: dict[str, Any] = {"type": "object", "required": ["values", "next", "checkpoint"],
+                          "properties": {"values": {"type": "object"}, "next": {"type": "array"},
+                                         "checkpoint": {"type": ["object", "null"]}}}
+_SSE = "text/event-stream"
+#: Response of each (handler class name, method): a JSON schema, ``_SSE`` for event streams, ``None`` for 204.
+RESPONSES: dict[tuple[str, str], Any] = {
+    ("AssistantSearchHandler", "post"): _LIST, ("AssistantHandler", "get"): _OBJ,
+    ("ThreadsHandler", "post"): _THREAD, ("ThreadSearchHandler", "post"): {"type": "array", "items": _THREAD},
+    ("ThreadHandler", "get"): _THREAD, ("ThreadHandler", "patch"): _THREAD, ("ThreadHandler", "delete"): None,
+    ("ThreadStateHandler", "get"): _STATE, ("ThreadHistoryHandler", "post"): {"type": "array", "items": _STATE},
+    ("ThreadHistoryHandler", "get"): {"type": "array", "items": _STATE},
+    ("ThreadRunsHandler", "post"): _RUN, ("ThreadRunsHandler", "get"): {"type": "array", "items": _RUN},
+    ("ThreadRunStreamHandler", "post"): _SSE, ("ThreadRunWaitHandler", "post"): _OBJ,
+    ("StatelessRunHandler", "post"): _OBJ, ("RunHandler", "get"): _RUN, ("RunHandler", "delete"): None,
+    ("RunJoinHandler", "get"): _OBJ, ("RunJoinStreamHandler", "get"): _SSE, ("ThreadStreamHandler", "get"): _SSE,
+    ("RunCancelHandler", "post"): _OBJ, ("UploadsHandler", "get"): _OBJ,
+    ("ArtifactHandler", "get"): "application/octet-stream", ("FeedbackHandler", "get"): _LIST,
+}
 _GROUP = re.compile(r"\(\?P<(\w+)>[^)]*\)")
 _ERROR = {"description": "Error", "content": {"application/json": {"schema": {
     "type": "object", "properties": {"message": {"type": "string"}, "reason": {"type": ["string", "null"]}}}}}}
@@ -44,31 +89,23 @@ def _path(pattern: str) -> str:
     return path.split(f"/{API}", 1)[1] or "/"
 
 
+def _responses(cls: type, method: str) -> dict[str, Any]:
+    shape = RESPONSES.get((cls.__name__, method), _OBJ)
+    if shape is None:
+        return {"204": {"description": "No Content"}, "default": _ERROR}
+    if isinstance(shape, str):
+        schema = {"type": "string"} if shape == _SSE else {"type": "string", "format": "binary"}
+        return {"200": {"description": "OK", "content": {shape: {"schema": schema}}}, "default": _ERROR}
+    return {"200": {"description": "OK", "content": {"application/json": {"schema": shape}}}, "default": _ERROR}
+
+
 def build_openapi(handlers: list[tuple[str, type]]) -> dict[str, Any]:
     """The OpenAPI document of ``handlers`` (a ``default_handlers``-style table)."""
     paths: dict[str, dict[str, Any]] = {}
     components: dict[str, Any] = {}
     for pattern, cls in handlers:
-        path = _path(pattern)
-        params = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
-                  for n in re.findall(r"\{(\w+)\}", path)]
-        for method in _METHODS:
-            func = cls.__dict__.get(method) or next(
-                (c.__dict__[method] for c in cls.__mro__ if method in c.__dict__ and c is not web.RequestHandler
-                 and issubclass(c, DeerFlowHandler)), None)
-            if func is None:
-                continue
-            doc = (func.__doc__ or cls.__doc__ or "").strip().splitlines()[0]
-            operation: dict[str, Any] = {"summary": doc, "operationId": f"{cls.__name__}.{method}.{path}",
-                                         "parameters": params,
-                                         "responses": {"200": {"description": "OK"}, "default": _ERROR}}
-            model = BODIES.get((cls.__name__, method))
-            if model is not None:
-                components[model.__name__] = model.model_json_schema(ref_template="#/components/schemas/{model}")
-                components.update(components[model.__name__].pop("$defs", {}))
-                operation["requestBody"] = {"required": True, "content": {"application/json": {
-                    "schema": {"$ref": f"#/components/schemas/{model.__name__}"}}}}
-            paths.setdefault(path, {})[method] = operation
+        for path, served in SERVED.get(_path(pattern), {_path(pattern): _METHODS}).items():
+            _operations(paths, components, path, cls, served)
     return {"openapi": "3.1.0",
             "info": {"title": "DeerFlow gateway (Jupyter server extension)", "version": "1"},
             "servers": [{"url": f"/{API}"}],
@@ -77,6 +114,28 @@ def build_openapi(handlers: list[tuple[str, type]]) -> dict[str, Any]:
                                                                 "name": "Authorization"}}},
             "security": [{"jupyterToken": []}],
             "paths": paths}
+
+
+def _operations(paths: dict[str, dict[str, Any]], components: dict[str, Any], path: str, cls: type,
+                served: tuple[str, ...]) -> None:
+    params = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
+              for n in re.findall(r"\{(\w+)\}", path)]
+    for method in served:
+        func = cls.__dict__.get(method) or next(
+            (c.__dict__[method] for c in cls.__mro__ if method in c.__dict__ and c is not web.RequestHandler
+             and issubclass(c, DeerFlowHandler)), None)
+        if func is None:
+            continue
+        doc = (func.__doc__ or cls.__doc__ or "").strip().splitlines()[0]
+        operation: dict[str, Any] = {"summary": doc, "operationId": f"{cls.__name__}.{method}.{path}",
+                                     "parameters": params, "responses": _responses(cls, method)}
+        model = BODIES.get((cls.__name__, method))
+        if model is not None:
+            components[model.__name__] = model.model_json_schema(ref_template="#/components/schemas/{model}")
+            components.update(components[model.__name__].pop("$defs", {}))
+            operation["requestBody"] = {"required": True, "content": {"application/json": {
+                "schema": {"$ref": f"#/components/schemas/{model.__name__}"}}}}
+        paths.setdefault(path, {})[method] = operation
 
 
 class OpenApiHandler(DeerFlowHandler):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from typing import Any
 
@@ -97,10 +98,12 @@ class ThreadRunsHandler(_RunHandler):
         """The thread's runs, newest first (``?limit``, ``?offset``, ``?status``)."""
         store = await self.service.call(self.service.engine.store())
         await self.service.call(store.threads.get(thread_id, self.user_id))
-        limit = int(self.get_query_argument("limit", "10"))
-        offset = int(self.get_query_argument("offset", "0"))
+        limit = self.query_int("limit", 10, ge=1, le=1000)
+        offset = self.query_int("offset", 0, ge=0, le=1_000_000)
+        status = self.query_choice("status", None, ("pending", "running", "success", "error", "timeout",
+                                                    "interrupted"))
         runs = await self.service.call(self.service.engine.runs.list_by_thread(
-            thread_id, self.user_id, limit=limit, offset=offset, status=self.get_query_argument("status", None)))
+            thread_id, self.user_id, limit=limit, offset=offset, status=status))
         self.write_json([run_json(r) for r in runs])
 
 
@@ -142,7 +145,14 @@ class StatelessRunHandler(_RunHandler):
     async def post(self, mode: str) -> None:
         """Run on a new thread, deleted afterwards unless ``on_completion="keep"``."""
         body = self.parse(RunCreateRequest)
-        record = await self._start(str(uuid.uuid4()), body)
+        thread_id = str(uuid.uuid4())
+        try:
+            record = await self._start(thread_id, body)
+        except BaseException:  # a refused run leaves no thread behind
+            store = await self.service.call(self.service.engine.store())
+            with contextlib.suppress(Exception):
+                await self.service.call(store.delete_thread(thread_id, self.user_id))
+            raise
         delete = (body.on_completion or "delete") == "delete"
         if mode == "stream":
             if delete:
@@ -159,8 +169,18 @@ class StatelessRunHandler(_RunHandler):
         self.write_json(result)
 
 
-class RunHandler(_RunHandler):
-    """``GET /threads/{id}/runs/{run_id}``."""
+class _RunLookup(_RunHandler):
+    """Routes under one run (no HTTP methods of its own: each route defines exactly the ones it serves)."""
+
+    async def _run(self, thread_id: str, run_id: str) -> Any:
+        info = await self.service.call(self.service.engine.runs.get(run_id, self.user_id))
+        if info is None or info.thread_id != thread_id:
+            raise http_error(404, f"run {run_id!r} not found", "Not Found")
+        return info
+
+
+class RunHandler(_RunLookup):
+    """``GET`` / ``DELETE /threads/{id}/runs/{run_id}``."""
 
     @web.authenticated
     @authorized
@@ -168,12 +188,6 @@ class RunHandler(_RunHandler):
     async def get(self, thread_id: str, run_id: str) -> None:
         """The run, or 404 (also for another user's run)."""
         self.write_json(run_json(await self._run(thread_id, run_id)))
-
-    async def _run(self, thread_id: str, run_id: str) -> Any:
-        info = await self.service.call(self.service.engine.runs.get(run_id, self.user_id))
-        if info is None or info.thread_id != thread_id:
-            raise http_error(404, f"run {run_id!r} not found", "Not Found")
-        return info
 
 
     @web.authenticated
@@ -189,7 +203,7 @@ class RunHandler(_RunHandler):
         self.finish()
 
 
-class RunJoinHandler(RunHandler):
+class RunJoinHandler(_RunLookup):
     """``GET /threads/{id}/runs/{run_id}/join``: block until the run ends; the final state."""
 
     @web.authenticated
@@ -203,7 +217,7 @@ class RunJoinHandler(RunHandler):
         self.write_json(await self._final_state(info))
 
 
-class RunJoinStreamHandler(RunHandler):
+class RunJoinStreamHandler(_RunLookup):
     """``GET /threads/{id}/runs/{run_id}/stream``: (re)join the SSE stream, honouring ``Last-Event-ID``."""
 
     @web.authenticated
@@ -214,7 +228,7 @@ class RunJoinStreamHandler(RunHandler):
         await self._run(thread_id, run_id)
         modes_arg = [m for m in self.get_query_arguments("stream_mode") if m]  # the SDK sends "" for none
         modes = normalize_stream_modes(modes_arg) if modes_arg else None
-        cancel = self.get_query_argument("cancel_on_disconnect", "false").lower() in {"1", "true"}
+        cancel = self.query_choice("cancel_on_disconnect", "false", ("true", "false", "1", "0")) in {"1", "true"}
         await stream_run(self, run_id=run_id, thread_id=thread_id, modes=modes,
                          last_event_id=self.request.headers.get("Last-Event-ID") or None,
                          on_disconnect="cancel" if cancel else "continue")
@@ -242,7 +256,7 @@ class ThreadStreamHandler(_RunHandler):
                          last_event_id=self.request.headers.get("Last-Event-ID") or None)
 
 
-class RunCancelHandler(RunHandler):
+class RunCancelHandler(_RunLookup):
     """``POST /threads/{id}/runs/{run_id}/cancel?action=interrupt|rollback&wait=0|1``."""
 
     @web.authenticated
@@ -251,7 +265,7 @@ class RunCancelHandler(RunHandler):
     async def post(self, thread_id: str, run_id: str) -> None:
         """Cancel; 202 (``cancelled``), 404 (``unknown``), 409 (finished or executed elsewhere)."""
         await self._run(thread_id, run_id)
-        action = self.get_query_argument("action", "interrupt")
+        action = self.query_choice("action", "interrupt", ("interrupt", "rollback")) or "interrupt"
         outcome = await self.service.call(self.service.engine.runs.cancel(run_id, action=action,
                                                                           user_id=self.user_id))
         if outcome == CancelOutcome.UNKNOWN:
@@ -260,11 +274,12 @@ class RunCancelHandler(RunHandler):
             if outcome == CancelOutcome.NOT_ACTIVE_LOCALLY:
                 self.set_header("Retry-After", "5")
             raise http_error(409, f"run {run_id!r} cannot be cancelled here: {outcome.value}", "Conflict")
+        wait = self.query_choice("wait", "0", ("0", "1", "true", "false")) in {"1", "true"}
         self.write_json({"run_id": run_id, "outcome": outcome.value, "status": "interrupted"},
-                        status=200 if self.get_query_argument("wait", "0") in {"1", "true"} else 202)
+                        status=200 if wait else 202)
 
 
-class RunEventsHandler(RunHandler):
+class RunEventsHandler(_RunLookup):
     """``GET /threads/{id}/runs/{run_id}/events``: the run journal."""
 
     @web.authenticated
@@ -287,7 +302,7 @@ class WorkspaceChangesHandler(_RunHandler):
     async def get(self, thread_id: str, run_id: str | None = None) -> None:
         """The run's (default: latest) ``workspace_changes`` payload; no changes gives an empty list."""
         if run_id is not None:
-            await RunHandler._run(self, thread_id, run_id)  # type: ignore[arg-type]
+            await _RunLookup._run(self, thread_id, run_id)  # type: ignore[arg-type]
         self.write_json(await self.service.call(self.service.gateway.workspace_changes(self.user_id, thread_id,
                                                                                        run_id)))
 

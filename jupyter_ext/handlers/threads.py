@@ -163,10 +163,7 @@ class ThreadHistoryHandler(DeerFlowHandler):
     @api_method
     async def get(self, thread_id: str) -> None:
         """Checkpoints, newest first (``?limit=``, ``?before=``)."""
-        try:
-            limit = int(self.get_query_argument("limit", "10"))
-        except ValueError:
-            raise web.HTTPError(422, reason="limit must be an integer") from None
+        limit = self.query_int("limit", 10, ge=0, le=1000)
         await self._history(thread_id, limit, self.get_query_argument("before", None))
 
 

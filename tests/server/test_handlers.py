@@ -34,7 +34,7 @@ async def test_health_and_openapi_cover_every_route(jp_fetch):
     spec = await call(jp_fetch, "openapi.json")
     from jupyter_ext.handlers import default_handlers
 
-    assert len(spec["paths"]) == len(default_handlers)
+    assert len(spec["paths"]) >= len(default_handlers)  # templated routes served for fixed values are split
     run_create = spec["paths"]["/threads/{thread_id}/runs/stream"]["post"]
     assert run_create["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("RunCreateRequest")
     assert "RunCreateRequest" in spec["components"]["schemas"]

@@ -1,0 +1,103 @@
+"""Strict validation at the HTTP boundary (issue 16): refusals name the field and change nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from tornado.httpclient import HTTPClientError
+
+from .test_handlers import MSG, call, expect_error
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({"config": {"recursion_limit": "abc"}}, "config.recursion_limit"),
+    ({"config": {"recursion_limit": -5}}, "config.recursion_limit"),
+    ({"config": {"configurable": "x"}}, "config.configurable"),
+    ({"context": {"thinking_enabled": "yes"}}, "context.thinking_enabled"),
+    ({"context": {"model_name": ["a", "b"]}}, "context.model_name"),
+    ({"input": {"messages": [{"role": "user", "content": None}]}}, "input.messages"),
+    ({"metadata": {"n": 2 ** 70}}, "metadata.n"),
+    ({"stream_mode": "debug"}, "stream_mode"),
+    ({"checkpoint_id": "abc"}, "checkpoint_id"),
+    ({"command": {"resume": "x"}}, "command"),
+    ({"interrupt_before": ["model"]}, "interrupt_before"),
+])
+async def test_bad_run_bodies_are_refused_and_store_nothing(jp_fetch, body, field):
+    payload = await expect_error(jp_fetch, 422, "threads", "t-bad", "runs", method="POST",
+                                 body={"input": MSG, **body})
+    assert field in payload["message"]
+    await expect_error(jp_fetch, 404, "threads", "t-bad")  # no thread was created for the refused run
+
+
+async def test_json_that_cannot_be_stored_is_refused(jp_fetch):
+    for metadata, why in [({"big": 2 ** 64}, "64-bit"), ({"s": "\ud800"}, "surrogate"),
+                          ({"deep": json.loads("[" * 40 + "]" * 40)}, "nested")]:
+        payload = await expect_error(jp_fetch, 422, "threads", method="POST", body={"metadata": metadata})
+        assert why in payload["message"] and "metadata" in payload["message"]
+    deep = "[" * 5000 + "]" * 5000
+    with pytest.raises(HTTPClientError) as info:
+        await jp_fetch("deerflow", "api", "threads", method="POST", body='{"metadata": {"x": ' + deep + "}}")
+    assert info.value.code == 422
+    await expect_error(jp_fetch, 413, "threads", method="POST", body={"metadata": {"x": "y" * 70_000}})
+    await expect_error(jp_fetch, 422, "threads", method="POST", body={"thread_id": ""})
+    await expect_error(jp_fetch, 400, "threads", method="POST", body=[1, 2])
+    assert await call(jp_fetch, "threads", "search", method="POST", body={}) == []  # nothing was stored
+
+
+async def test_strict_types_and_query_values(jp_fetch):
+    payload = await expect_error(jp_fetch, 422, "skills", "x", method="PUT", body={"enabled": "yes"})
+    assert "enabled" in payload["message"]
+    await expect_error(jp_fetch, 422, "threads", "search", method="POST", body={"limit": "5"})
+    thread = await call(jp_fetch, "threads", method="POST", body={})
+    tid = thread["thread_id"]
+    for query in ({"limit": "abc"}, {"offset": "-1"}, {"status": "nope"}):
+        payload = await expect_error(jp_fetch, 422, "threads", tid, "runs", params=query)
+        assert next(iter(query)) in payload["message"]
+    await expect_error(jp_fetch, 422, "threads", tid, "history", params={"limit": "x"})
+    await expect_error(jp_fetch, 422, "usage", params={"since": "soon"})
+
+
+async def test_duplicate_thread_is_409_and_thread_object_is_complete(jp_fetch):
+    thread = await call(jp_fetch, "threads", method="POST", body={"thread_id": "t-dup", "metadata": {"a": 1}})
+    assert {"config", "state_updated_at", "values"} <= set(thread) and thread["values"] is None
+    payload = await expect_error(jp_fetch, 409, "threads", method="POST", body={"thread_id": "t-dup"})
+    assert payload["error_type"] == "ConflictError"
+    again = await call(jp_fetch, "threads", method="POST", body={"thread_id": "t-dup", "if_exists": "do_nothing"})
+    assert again["thread_id"] == "t-dup"
+
+
+async def test_refused_stateless_run_leaves_no_thread(jp_fetch):
+    await expect_error(jp_fetch, 422, "runs", "wait", method="POST", body={"input": MSG, "assistant_id": "nope"})
+    assert await call(jp_fetch, "threads", "search", method="POST", body={}) == []
+
+
+async def test_run_delete_and_routes_serve_only_their_methods(jp_fetch):
+    thread = await call(jp_fetch, "threads", method="POST", body={})
+    tid = thread["thread_id"]
+    run = await call(jp_fetch, "threads", tid, "runs", method="POST", body={"input": MSG})
+    await call(jp_fetch, "threads", tid, "runs", run["run_id"], "join")
+    with pytest.raises(HTTPClientError) as info:  # DELETE exists on the run, not on its sub-routes
+        await jp_fetch("deerflow", "api", "threads", tid, "runs", run["run_id"], "join", method="DELETE")
+    assert info.value.code == 405
+    response = await jp_fetch("deerflow", "api", "threads", tid, "runs", run["run_id"], method="DELETE")
+    assert response.code == 204
+    await expect_error(jp_fetch, 404, "threads", tid, "runs", run["run_id"])
+    assert await call(jp_fetch, "threads", tid, "runs") == []
+
+
+async def test_openapi_lists_routed_operations_with_responses(jp_fetch):
+    spec = await call(jp_fetch, "openapi.json")
+    paths = spec["paths"]
+    assert "put" not in paths["/skills"] and "post" not in paths["/memory"]
+    assert "get" not in paths["/threads/{thread_id}/uploads"] and "post" in paths["/skills/install"]
+    assert set(paths["/threads/{thread_id}/runs/{run_id}"]) == {"get", "delete"}
+    assert set(paths["/threads/{thread_id}/runs/{run_id}/join"]) == {"get"}
+    for path, operations in paths.items():
+        for method, operation in operations.items():
+            ok = operation["responses"].get("200") or operation["responses"].get("204")
+            assert ok, (path, method)
+            if "200" in operation["responses"]:
+                assert operation["responses"]["200"]["content"], (path, method)
+    stream = paths["/threads/{thread_id}/runs/stream"]["post"]["responses"]["200"]["content"]
+    assert "text/event-stream" in stream
