@@ -200,7 +200,7 @@ class EmbeddedChatModel(BaseChatModel):
         request = _without_tools(kwargs)
         if self.tool_mode == "grammar":
             grammar = tool_call_grammar(tools)
-            if not _after_tool_result(messages):  # act first: a tool call, not an invented answer
+            if _must_call(messages):  # act first (and retry a failed call): a call, not an invented answer
                 grammar = grammar.replace("root ::= answer | call", "root ::= call", 1)
             extra = dict(request.get("extra_body") or {})
             extra["grammar"] = grammar
@@ -390,14 +390,27 @@ def _without_tools(kwargs: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _after_tool_result(messages: Sequence[BaseMessage]) -> bool:
-    """Whether a tool result arrived since the last user message (the model may answer now)."""
+def _must_call(messages: Sequence[BaseMessage], retries: int = 2) -> bool:
+    """Whether the next reply must be a tool call.
+
+    True before any tool result since the last user message (a small model otherwise answers
+    with invented numbers), and after a failed call, up to ``retries`` failures in a row (it
+    otherwise explains the error instead of fixing its arguments).
+    """
+    results: list[ToolMessage] = []
     for message in reversed(messages):
-        if isinstance(message, ToolMessage):
-            return True
         if isinstance(message, HumanMessage):
-            return False
-    return False
+            break
+        if isinstance(message, ToolMessage):
+            results.append(message)  # newest first
+    if not results:
+        return True
+    failures = 0
+    for result in results:
+        if result.status != "error":
+            break
+        failures += 1
+    return 0 < failures <= retries
 
 
 def _reported(chunk: ChatGenerationChunk, run_manager: CallbackManagerForLLMRun | None) -> ChatGenerationChunk:

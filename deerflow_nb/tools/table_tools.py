@@ -3,7 +3,8 @@
 Each runs the data-analysis skill's deterministic command
 (``/mnt/skills/public/data-analysis/scripts/table.py``) in the thread's sandbox, so the
 numbers come from pandas, not from the model: a small model only picks the tool and
-two or three short arguments, then copies the printed figures into its answer. Given
+two or three short arguments (the command's ``--where`` filter is left out: small models took it
+for "per group"), then copies the printed figures into its answer. Given
 ``report``, a tool also writes a Markdown report with the numbers and presents it (no
 separate ``present_files`` step).
 """
@@ -100,9 +101,9 @@ def _call(name: str, runtime: Runtime, args: list[str], report: str) -> Command 
 
 # Keyword-only, with ``report`` right after ``path``: the grammar writes keys in schema order, and a
 # model that has already closed the object after the required keys never gets to name a report.
-def _table_stats(*, path: DataPath, report: ReportPath = "", column: str = "", where: str = "",
+def _table_stats(*, path: DataPath, report: ReportPath = "", column: str = "",
                  runtime: Runtime) -> Command | ToolMessage | str:
-    return _call("table_stats", runtime, ["stats", path, *_options(column=column, where=where)], report)
+    return _call("table_stats", runtime, ["stats", path, *_options(column=column)], report)
 
 
 def _table_group(
@@ -113,21 +114,21 @@ def _table_group(
     value: str,
     agg: Agg = "sum",
     top: int = 0,
-    where: str = "",
     runtime: Runtime,
 ) -> Command | ToolMessage | str:
-    args = ["group", path, "--by", by, "--value", value, "--agg", agg, *_options(top=top, where=where)]
+    args = ["group", path, "--by", by, "--value", value, "--agg", agg, *_options(top=top)]
     return _call("table_group", runtime, args, report)
 
 
 def table_stats_tool() -> BaseTool:
     """``table_stats``: row count, columns and per-column statistics (optionally as a report file)."""
     return make_tool(_table_stats, name="table_stats",
-                     description="Rows, columns and count/sum/mean/min/max of each column of a data file.")
+                     description="Rows, columns and count/sum/mean/min/max of each column of a whole data file "
+                                 "(no groups; for a value per group use table_group).")
 
 
 def table_group_tool() -> BaseTool:
     """``table_group``: an aggregate per group, largest first, plus the overall figure."""
     return make_tool(_table_group, name="table_group",
-                     description="Aggregate value (a column, or an expression such as units*price) per group of "
-                                 "column by, largest first, and overall.")
+                     description="A value per group: aggregate value (a column, or an expression such as "
+                                 "units*price) for each distinct value of column by, largest first, and overall.")

@@ -312,3 +312,19 @@ def test_the_embedded_model_asks_for_the_small_profile() -> None:
     assert model_profile(model) == "small"
     assert model_profile(model, "normal") == "normal"  # models[].profile wins
     assert model_profile(EmbeddedChatModel(agent_profile="normal", client=_model()[1])) == "normal"
+
+
+def test_a_failed_call_must_be_retried_twice_then_the_model_may_answer() -> None:
+    from deerflow_nb.models.embedded import _must_call
+
+    ask = HumanMessage("rows?")
+    call = AIMessage("", tool_calls=[{"name": "add", "args": {}, "id": "c1"}])
+    failed = ToolMessage("Error: no column", tool_call_id="c1", status="error")
+    ok = ToolMessage("5", tool_call_id="c1")
+    assert _must_call([ask]) is True
+    assert _must_call([ask, call, ok]) is False
+    assert _must_call([ask, call, failed]) is True
+    assert _must_call([ask, call, failed, call, failed]) is True
+    assert _must_call([ask, call, failed, call, failed, call, failed]) is False  # give up: let it explain
+    assert _must_call([ask, call, failed, call, ok]) is False
+    assert _must_call([ask, call, ok, HumanMessage("and now?")]) is True  # a new request acts first again
