@@ -72,7 +72,11 @@ def _bootstrap_sync(connection: sa.Connection) -> str:
 
 def _bootstrap_sqlite(connection: sa.Connection) -> str:
     with _SQLITE_LOCK:
-        return _bootstrap_sync(connection)
+        outcome = _bootstrap_sync(connection)
+        # commit inside the lock: a concurrent start must read the schema this one wrote, not the
+        # empty database it saw before (it would stamp alembic_version a second time)
+        connection.commit()
+        return outcome
 
 
 def _bootstrap_postgres(connection: sa.Connection) -> str:

@@ -77,7 +77,8 @@ def test_thread_ui_reattaches_to_a_run_still_going(agent, comm_log):
     run = thread.start("slow please", model_name="smart")
     chat = agent.thread(thread.id).ui()  # e.g. the cell re-run: no message, no run given
     assert chat.status == "running" and chat.busy
-    for _ in range(500):  # the widget consumes the run in the background
+    deadline = time.monotonic() + 120  # generous: a loaded 2-core machine (waits on the state, not a sleep)
+    while time.monotonic() < deadline:  # the widget consumes the run in the background
         if chat.run is not None and chat.text.startswith("tick"):
             break
         time.sleep(0.01)
