@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 __all__ = ["render_tools", "tool_call_grammar"]
@@ -35,9 +35,12 @@ _BASE_RULES = {
 }
 
 
-def _function(tool: Mapping[str, Any]) -> Mapping[str, Any]:
-    function = tool.get("function", tool)
-    return function if isinstance(function, Mapping) else {}
+def _functions(tools: Sequence[Mapping[str, Any]]) -> Iterator[tuple[str, Mapping[str, Any], Mapping[str, Any]]]:
+    """(name, function, parameters) of each OpenAI-format tool that has a name."""
+    for tool in tools:
+        function = tool.get("function", tool)
+        if isinstance(function, Mapping) and isinstance(function.get("name"), str):
+            yield function["name"], function, function.get("parameters") or {}
 
 
 def _literal(text: str) -> str:
@@ -108,12 +111,7 @@ def tool_call_grammar(tools: Sequence[Mapping[str, Any]]) -> str:
     """A GBNF grammar: one call of one of ``tools`` (OpenAI format), or a plain-text answer."""
     builder = _Builder()
     calls = []
-    for tool in tools:
-        function = _function(tool)
-        name = function.get("name")
-        if not isinstance(name, str):
-            continue
-        params = function.get("parameters") or {}
+    for name, _function, params in _functions(tools):
         args = builder.object_rule(params, f"args-{_slug(name)}") if params.get("properties") else '"{}"'
         calls.append(_literal(f'{{"name": {json.dumps(name)}, "arguments": ') + f" {args} " + _literal("}"))
     lines = ["root ::= answer" + (" | call" if calls else "")]
@@ -146,12 +144,7 @@ def _param_text(key: str, schema: Mapping[str, Any], required: bool) -> str:
 def render_tools(tools: Sequence[Mapping[str, Any]]) -> str:
     """One line per tool: ``- name(arg, opt?, kind=a|b): first sentence of the description``."""
     lines = []
-    for tool in tools:
-        function = _function(tool)
-        name = function.get("name")
-        if not isinstance(name, str):
-            continue
-        params = function.get("parameters") or {}
+    for name, function, params in _functions(tools):
         required = set(params.get("required", ()))
         args = ", ".join(_param_text(k, v if isinstance(v, Mapping) else {}, k in required)
                          for k, v in (params.get("properties") or {}).items())
