@@ -84,6 +84,24 @@ class RunEventStore:
 
         return await self._db.read(read)
 
+    async def partial_texts(self, run_id: str) -> dict[str, str]:
+        """The latest ``ai_partial`` text of each message of a run (what a crashed run had said), in order.
+
+        For the runtime's orphan recovery, which knows the run but not its user: run ids are unique.
+        """
+        query = (sa.select(_E.c.payload).where(_E.c.run_id == run_id, _E.c.event_type == "ai_partial")
+                 .order_by(_E.c.id.asc()))
+
+        def read(conn: sa.Connection) -> dict[str, str]:
+            texts: dict[str, str] = {}
+            for (payload,) in conn.execute(query):
+                if isinstance(payload, dict) and isinstance(payload.get("content"), str):
+                    texts.pop(str(payload.get("id") or ""), None)
+                    texts[str(payload.get("id") or "")] = payload["content"]
+            return texts
+
+        return await self._db.read(read)
+
     async def delete_thread(self, thread_id: str) -> None:
         """Forget a thread's journal."""
         await self._db.write(lambda conn: conn.execute(sa.delete(_E).where(_E.c.thread_id == thread_id)))

@@ -278,8 +278,13 @@ class Runtime:
                 if self.recovered_runs:  # their threads end with a marked, interrupted answer
                     graph = marker_graph(store.checkpointer)
                     for run_id in self.recovered_runs:
+                        try:  # what the dead process had streamed (the journal's ai_partial entries)
+                            partial = await store.events.partial_texts(run_id)
+                        except Exception as exc:  # recovery goes on without the text
+                            logger.warning("could not read the partial answer of run %s: %s", run_id, exc)
+                            partial = {}
                         await mark_interrupted(graph, self.runs.recovered[run_id], run_id,
-                                               reason="orphan_recovered")
+                                               reason="orphan_recovered", partial_texts=partial)
                 self._store = store
             return self._store
 

@@ -6,6 +6,10 @@ Event types (category): ``human_message`` / ``human_input_response`` (message),
 ``workspace_changes`` (workspace), ``run_end`` / ``run_error`` (run). Entries are
 buffered and written in batches, so the journal costs one transaction per
 ``flush_every`` entries rather than one per token.
+
+While an answer streams for longer than ``partial_every`` seconds, an ``ai_partial``
+entry (message) with the text so far is written at that pace: if the process dies mid-answer
+(a kernel restart, a crash), orphan recovery puts that text in the thread, marked interrupted.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ class RunJournal:
     """Collects one run's journal entries and writes them to a :class:`RunEventStore`."""
 
     def __init__(self, store: RunEventStore | None, *, run_id: str, thread_id: str, user_id: str,
-                 flush_every: int = 200, sink: Callable[[list[JournalEntry]], None] | None = None) -> None:
+                 flush_every: int = 200, sink: Callable[[list[JournalEntry]], None] | None = None,
+                 partial_every: float = 5.0) -> None:
         self._store = store
         # ``sink`` takes the last batch instead of the store: the run manager writes it in the
         # transaction that stores the run's terminal status (one commit less per run)
@@ -37,6 +42,9 @@ class RunJournal:
         self._seq = 0
         self._buffer: list[JournalEntry] = []
         self._ai_text: dict[str, str] = {}
+        self._partial_every = partial_every
+        self._partial_at = time.monotonic()
+        self._flush_due = False
 
     def add(self, event_type: str, category: str, payload: dict[str, Any]) -> None:
         """Append an entry (buffered)."""
@@ -66,6 +74,12 @@ class RunJournal:
                 if data.get("content"):
                     message_id = data.get("id") or ""
                     self._ai_text[message_id] = self._ai_text.get(message_id, "") + data["content"]
+                    now = time.monotonic()
+                    if now - self._partial_at >= self._partial_every:
+                        self._partial_at = now
+                        self.add("ai_partial", "message",
+                                 {"type": "ai", "id": message_id, "content": self._ai_text[message_id]})
+                        self._flush_due = True
                 return
             self.close_messages()
             if data.get("type") == "ai":
@@ -85,10 +99,11 @@ class RunJournal:
     @property
     def should_flush(self) -> bool:
         """Whether enough entries are buffered to write a batch."""
-        return len(self._buffer) >= self._flush_every
+        return self._flush_due or len(self._buffer) >= self._flush_every
 
     async def flush(self) -> None:
         """Write buffered entries (AI text still streaming stays buffered)."""
+        self._flush_due = False
         if self._store is None or not self._buffer:
             self._buffer.clear()
             return

@@ -241,3 +241,27 @@ def test_keyboard_interrupt_while_waiting_on_chat_cancels_the_run(make_agent):
     assert thread.messages[-1].additional_kwargs["deerflow_interrupted"] is True
     # the thread is free again
     assert agent.runtime.runs.active_run(thread.id) is None
+
+
+def test_an_orphaned_run_keeps_what_it_had_streamed(make_agent):
+    from deerflow_nb.persistence.events import JournalEntry
+    from deerflow_nb.persistence.runs import RunInfo
+
+    agent = make_agent(["first answer"])
+    thread = agent.thread()
+    thread.chat("one")
+    store = agent.runtime.loop.run(agent.runtime.store())
+    orphan = RunInfo(run_id="crashed-run", thread_id=thread.id, user_id="default")
+    orphan.owner = f"{os.uname().nodename}:999999"
+    agent.runtime.loop.run(store.runs.create(orphan, status="running"))
+    # the journal's periodic partial-text entries, as a run streaming a long answer writes them
+    entries = [JournalEntry("crashed-run", thread.id, "default", seq, "ai_partial", "message",
+                            {"type": "ai", "id": "m-crash", "content": text}, 0.0)
+               for seq, text in ((1, "The total"), (2, "The total revenue is 17"))]
+    agent.runtime.loop.run(store.events.append(entries))
+    agent.close()
+
+    again = make_agent(["after restart"])
+    last = again.thread(thread.id).messages[-1]
+    assert last.additional_kwargs.get("deerflow_interrupted") is True
+    assert last.content == "The total revenue is 17" and last.additional_kwargs["partial"] is True

@@ -75,3 +75,13 @@ def test_a_run_starts_with_progress(make_agent):
     events = list(agent.thread().stream("hi"))
     assert events[0].type == "progress" and events[0].data["label"] == "reading the prompt"
     assert events[-1].type == "end"
+
+
+def test_the_journal_writes_partial_answers_while_a_long_answer_streams():
+    from deerflow_nb.runtime.journal import RunJournal
+
+    journal = RunJournal(None, run_id="r", thread_id="t", user_id="u", partial_every=0)
+    journal.observe(StreamEvent("messages-tuple", {"type": "ai", "id": "m", "content": "Hel"}))
+    journal.observe(StreamEvent("messages-tuple", {"type": "ai", "id": "m", "content": "lo"}))
+    partial = [e.payload["content"] for e in journal._buffer if e.event_type == "ai_partial"]
+    assert partial == ["Hel", "Hello"] and journal.should_flush  # written now, not at the 200th entry
