@@ -63,10 +63,8 @@ def start_lab(tmp: Path, notebook: str) -> tuple[Lab, subprocess.Popen[bytes]]:
     notification = tmp / "lab-settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     notification.parent.mkdir(parents=True)
     notification.write_text('{"fetchNews": "false", "checkForUpdates": false}')
-    # widget state saved with the notebook: reopened without a kernel, a chat shows how it ended
-    widgets = tmp / "lab-settings" / "@jupyter-widgets" / "jupyterlab-manager" / "plugin.jupyterlab-settings"
-    widgets.parent.mkdir(parents=True)
-    widgets.write_text('{"saveState": true}')
+    # no user setting for the widget state: the installed package's overrides.d default saves it with the
+    # notebook (reopened without a kernel, a chat shows how it ended)
     log = tmp / "jupyter.log"
     process = subprocess.Popen(
         [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
