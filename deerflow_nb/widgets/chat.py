@@ -46,7 +46,8 @@ class ChatWidget(DeerFlowWidget):
         call_later: timer for flushing the last pending update (default: the running loop's).
     """
 
-    _esm = load_esm("vendor/markdown-it.min.js", "vendor/prism.min.js", "_markdown.js", "_common.js", "chat.js")
+    _esm = load_esm("vendor/markdown-it.min.js", "vendor/prism.min.js", "vendor/temml.min.js", "_markdown.js",
+                    "_common.js", "chat.js")
     _css = WIDGET_CSS
 
     thread_id = Unicode("").tag(sync=True)

@@ -42,6 +42,14 @@ CORPUS = {
         "## Result\n\n> Note: estimates.\n\n---\n\n- [x] loaded\n- [ ] plotted",
         ["<h2>Result</h2>", "<blockquote>", "<hr>", "☑ loaded", "☐ plotted"],
         []),
+    "math inline and as blocks, prices stay text": (
+        "The mean is $\\bar{x} = \\frac{1}{n}\\sum x_i$, or \\(\\sigma^2\\); it cost $5 and $10.\n\n$$\ny = ax + b\n$$",
+        ['<math', "<mfrac>", '<div class="dfw-math"><math', 'display="block"', "it cost $5 and $10."],
+        ["$\\bar", "\\frac"]),
+    "bad math shows as code": (
+        "Broken: $\\frac{1}{$ here",
+        ['<code class="dfw-math-error">\\frac{1}{</code>'],
+        ["<math"]),
     "an answer still streaming": (
         "Partial:\n\n```python\nfor row in rows:\n    print(row",
         ["<pre", "print</span>", "row</code></pre>"],
