@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -14,8 +16,9 @@ from deerflow_nb.agent.human_input import (
     headless_answer,
 )
 from deerflow_nb.agent.state import with_state_defaults
+from deerflow_nb.client.data import OUTPUTS_VIRTUAL
 from deerflow_nb.client.run import Run
-from deerflow_nb.errors import HumanInputRequired, UsageError
+from deerflow_nb.errors import HumanInputRequired, NotFoundError, UsageError
 from deerflow_nb.runtime.events import StreamEvent
 from deerflow_nb.runtime.streaming import pending_input_of
 
@@ -38,23 +41,63 @@ class Thread:
         self.id = thread_id
         self._backend = client.backend
         self._loop = client.backend.loop
+        self._data_digests: dict[str, str] = {}  # upload name -> digest of what this object wrote there
 
     def __repr__(self) -> str:
         return f"<Thread {self.id}>"
 
     # -- runs ----------------------------------------------------------------------------
     async def _astart(self, message: str | HumanMessage, options: Mapping[str, Any],
-                      secrets: Mapping[str, str] | None, *, stream_tokens: bool = True) -> Run:
+                      secrets: Mapping[str, str] | None, *, stream_tokens: bool = True,
+                      data: Mapping[str, Any] | None = None) -> Run:
+        if data:
+            message = await self._attach_data(message, data)
         run_id = await self._backend.start_run(self.id, message, options, secrets, stream_tokens=stream_tokens)
         return Run(self._backend, self.id, run_id)
 
-    def start(self, message: str, *, secrets: Mapping[str, str] | None = None, **options: Any) -> Run:
-        """Start a run in the background and return its :class:`Run` at once."""
-        return self._loop.run(self._astart(message, options, secrets), method="Thread.start")
+    async def _attach_data(self, message: str | HumanMessage, data: Mapping[str, Any]) -> str | HumanMessage:
+        """Upload ``data``'s objects (each once per content digest) and put their description before the message."""
+        from deerflow_nb.client.data import data_note, encode_data
 
-    async def astart(self, message: str, *, secrets: Mapping[str, str] | None = None, **options: Any) -> Run:
+        text = message.content if isinstance(message, HumanMessage) else message
+        if not isinstance(text, str) or not text.strip():
+            raise UsageError("a message is required with data=")
+        files = await asyncio.to_thread(encode_data, data)
+        pending = [f for f in files if self._data_digests.get(f.filename) != f.digest]
+        if pending:
+            existing = {u["filename"]: u["size"] for u in (await self._backend.list_uploads(self.id))["files"]}
+            for item in list(pending):
+                if existing.get(item.filename) == len(item.content):
+                    try:
+                        stored, _ = await self._backend.artifact(self.id, item.path)
+                    except NotFoundError:
+                        continue
+                    if hashlib.sha256(stored).hexdigest() == item.digest:
+                        pending.remove(item)
+                        self._data_digests[item.filename] = item.digest
+        if pending:
+            await self._backend.upload(self.id, [(f.filename, f.content) for f in pending])
+            self._data_digests.update({f.filename: f.digest for f in pending})
+        annotated = f"{data_note(files)}\n\n{text}"
+        if isinstance(message, HumanMessage):
+            return message.model_copy(update={"content": annotated})
+        return annotated
+
+    def start(self, message: str, *, secrets: Mapping[str, str] | None = None,
+              data: Mapping[str, Any] | None = None, **options: Any) -> Run:
+        """Start a run in the background and return its :class:`Run` at once.
+
+        ``data={"sales": df, ...}`` attaches kernel objects: each is written to the thread's uploads
+        (DataFrame → Parquet, CSV without ``pyarrow``; NumPy array → ``.npy``; Matplotlib figure → PNG;
+        JSON-able value → JSON), once per content digest, and described to the model before the message.
+        An object without a safe format raises :class:`~deerflow_nb.errors.UsageError` naming it.
+        """
+        return self._loop.run(self._astart(message, options, secrets, data=data), method="Thread.start")
+
+    async def astart(self, message: str, *, secrets: Mapping[str, str] | None = None,
+                     data: Mapping[str, Any] | None = None, **options: Any) -> Run:
         """Async twin of :meth:`start`."""
-        return await self._loop.arun(self._astart(message, options, secrets))
+        return await self._loop.arun(self._astart(message, options, secrets, data=data))
 
     async def _aactive_run(self) -> Run | None:
         run_id = await self._backend.active_run(self.id)
@@ -73,22 +116,24 @@ class Thread:
         """Async twin of :meth:`active_run`."""
         return await self._loop.arun(self._aactive_run())
 
-    def stream(self, message: str, *, secrets: Mapping[str, str] | None = None, **options: Any
-               ) -> Iterator[StreamEvent]:
-        """Run and yield :class:`StreamEvent`s as they happen."""
-        return self.start(message, secrets=secrets, **options).events()
+    def stream(self, message: str, *, secrets: Mapping[str, str] | None = None,
+               data: Mapping[str, Any] | None = None, **options: Any) -> Iterator[StreamEvent]:
+        """Run and yield :class:`StreamEvent`s as they happen (``data=`` as in :meth:`start`)."""
+        return self.start(message, secrets=secrets, data=data, **options).events()
 
-    async def astream(self, message: str, *, secrets: Mapping[str, str] | None = None, **options: Any
-                      ) -> AsyncIterator[StreamEvent]:
+    async def astream(self, message: str, *, secrets: Mapping[str, str] | None = None,
+                      data: Mapping[str, Any] | None = None, **options: Any) -> AsyncIterator[StreamEvent]:
         """Async twin of :meth:`stream`."""
-        run = await self.astart(message, secrets=secrets, **options)
+        run = await self.astart(message, secrets=secrets, data=data, **options)
         async for event in run.aevents():
             yield event
 
     async def _achat(self, message: str | HumanMessage, responses: Responses | None,
-                     options: Mapping[str, Any], secrets: Mapping[str, str] | None) -> str:
+                     options: Mapping[str, Any], secrets: Mapping[str, str] | None,
+                     data: Mapping[str, Any] | None = None) -> str:
         for _ in range(MAX_HEADLESS_ROUNDS):
-            run = await self._astart(message, options, secrets, stream_tokens=False)
+            run = await self._astart(message, options, secrets, stream_tokens=False, data=data)
+            data = None  # attached with the first message only
             text = await run.await_result()
             request = run.pending_input
             if request is None:
@@ -100,20 +145,23 @@ class Thread:
         raise UsageError(f"gave up after {MAX_HEADLESS_ROUNDS} rounds of human-input requests")
 
     def chat(self, message: str, *, responses: Responses | None = None,
-             secrets: Mapping[str, str] | None = None, **options: Any) -> str:
+             secrets: Mapping[str, str] | None = None, data: Mapping[str, Any] | None = None,
+             **options: Any) -> str:
         """Send ``message``, wait, return the final answer text.
 
         If the agent asks for human input, ``responses`` answers it headlessly;
         without it :class:`~deerflow_nb.errors.HumanInputRequired` is raised.
         Options: ``model_name``, ``thinking_enabled``, ``plan_mode``, ``subagent_enabled``,
-        ``recursion_limit``, ``non_interactive``, ``timeout``.
+        ``recursion_limit``, ``non_interactive``, ``timeout``. ``data={"name": obj}`` attaches kernel
+        objects as files (see :meth:`start`).
         """
-        return self._loop.run(self._achat(message, responses, options, secrets), method="Thread.chat")
+        return self._loop.run(self._achat(message, responses, options, secrets, data), method="Thread.chat")
 
     async def achat(self, message: str, *, responses: Responses | None = None,
-                    secrets: Mapping[str, str] | None = None, **options: Any) -> str:
+                    secrets: Mapping[str, str] | None = None, data: Mapping[str, Any] | None = None,
+                    **options: Any) -> str:
         """Async twin of :meth:`chat` (preferred inside notebooks)."""
-        return await self._loop.arun(self._achat(message, responses, options, secrets))
+        return await self._loop.arun(self._achat(message, responses, options, secrets, data))
 
     # -- human input ---------------------------------------------------------------------
     async def _apending(self) -> dict[str, Any] | None:
@@ -226,6 +274,65 @@ class Thread:
     async def aartifact(self, path: str) -> tuple[bytes, str]:
         """Async twin of :meth:`artifact`."""
         return await self._loop.arun(self._backend.artifact(self.id, path))
+
+    async def _aoutputs(self) -> list[dict[str, Any]]:
+        state = await self._backend.get_state(self.id)
+        messages = list(state.get("messages", []))
+        run_ids = list(dict.fromkeys(
+            rid for m in messages if getattr(m, "type", "") == "human"
+            and isinstance(rid := (getattr(m, "additional_kwargs", None) or {}).get("run_id"), str)))
+        files: dict[str, dict[str, Any]] = {}
+        for run_id in run_ids:
+            try:
+                changes = await self._backend.workspace_changes(self.id, run_id)
+            except NotFoundError:
+                continue
+            for change in changes.get("changes", []):
+                path = change.get("path", "")
+                if not path.startswith(OUTPUTS_VIRTUAL + "/"):
+                    continue
+                if change.get("status") == "deleted":
+                    files.pop(path, None)
+                else:
+                    files[path] = {"path": path, "size": change.get("size"), "presented": False,
+                                   "run_id": run_id}
+        for path in state.get("artifacts") or []:
+            if isinstance(path, str):
+                entry = files.setdefault(path, {"path": path, "size": None, "presented": True, "run_id": None})
+                entry["presented"] = True
+        return sorted(files.values(), key=lambda f: f["path"])
+
+    def outputs(self) -> list[dict[str, Any]]:
+        """Files the agent produced in ``/mnt/user-data/outputs`` or presented, sorted by path.
+
+        Each is ``{"path", "size", "presented", "run_id"}`` (``run_id``: the run that last wrote it),
+        gathered from the runs' workspace changes and the presented files, so it works in both modes.
+        """
+        return self._loop.run(self._aoutputs(), method="Thread.outputs")
+
+    async def aoutputs(self) -> list[dict[str, Any]]:
+        """Async twin of :meth:`outputs`."""
+        return await self._loop.arun(self._aoutputs())
+
+    async def _aload(self, path: str) -> Any:
+        from deerflow_nb.client.data import load_object, virtual_path
+
+        virtual = virtual_path(path)
+        content, mime = await self._backend.artifact(self.id, virtual)
+        return await asyncio.to_thread(load_object, virtual, content, mime)
+
+    def load(self, path: str) -> Any:
+        """A thread file as a Python object, by type (a bare name is taken under ``outputs``).
+
+        CSV / TSV / Parquet / Excel → ``pandas.DataFrame``; ``.npy`` → NumPy array; PNG / JPEG / GIF →
+        ``IPython.display.Image``; SVG → ``IPython.display.SVG``; JSON → dict / list;
+        Markdown → ``IPython.display.Markdown``; anything else → ``bytes``.
+        """
+        return self._loop.run(self._aload(path), method="Thread.load")
+
+    async def aload(self, path: str) -> Any:
+        """Async twin of :meth:`load`."""
+        return await self._loop.arun(self._aload(path))
 
     def usage(self) -> dict[str, Any]:
         """Token usage and cost of this thread's runs, overall and per model."""

@@ -12,6 +12,8 @@ from tests.server.models import FORM
 def _decide(messages: list[Any]) -> Any:
     last = messages[-1]
     if getattr(last, "type", "") == "tool":
+        if last.name == "bash":
+            return "Copied the files."
         return "Wrote the file." if last.name == "write_file" else "Waiting for your answer."
     if last.additional_kwargs.get("human_input_response"):
         return f"Report built from {last.content.split(': ', 1)[-1]}."
@@ -22,6 +24,9 @@ def _decide(messages: list[Any]) -> Any:
         name = text.split()[-1]
         return {"content": "", "tool_calls": [{"name": "write_file", "args": {
             "description": "write", "path": f"/mnt/user-data/outputs/{name}", "content": f"hello {name}\n"}}]}
+    if text.endswith("copy all uploads"):
+        return {"content": "", "tool_calls": [{"name": "bash", "args": {
+            "description": "copy", "command": "cp /mnt/user-data/uploads/* /mnt/user-data/outputs/"}}]}
     if "slow please" in text:
         return "tick " * 400
     return f"Answer to {text.split()[-1]}."

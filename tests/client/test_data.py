@@ -1,0 +1,144 @@
+"""Kernel objects in (``data=``) and out (``outputs()``, ``load()``), in both backends."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+from IPython.display import SVG, Image, Markdown
+
+from deerflow_nb.client.data import encode_data, load_object
+from deerflow_nb.errors import NotFoundError, UsageError
+from tests.client.test_parity import agent  # noqa: F401  (the embedded / server parity fixture)
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+
+def _objects():
+    sales = pd.DataFrame({"region": ["north", "south", "east"], "amount": [1.5, 2.25, 3.0],
+                          "units": np.array([1, 2, 3], dtype="int64"),
+                          "day": pd.to_datetime(["2024-01-01", "2024-01-02", "2024-01-03"])})
+    regions = pd.Series([10, 20, 30], name="total", index=pd.Index(["n", "s", "e"], name="region"))
+    fig, ax = plt.subplots(figsize=(2, 2), dpi=50)
+    ax.plot([1, 2, 3])
+    return {"sales": sales, "regions": regions, "matrix": np.arange(12, dtype="float32").reshape(3, 4),
+            "fig": fig, "params": {"alpha": 0.5, "tags": ["a", "b"], "n": None}, "ids": [1, 2, 3]}
+
+
+def test_objects_round_trip_through_the_sandbox(agent):  # noqa: F811
+    thread = agent.thread()
+    objects = _objects()
+    assert thread.chat("please copy all uploads", data=objects) == "Copied the files."
+    note = thread.messages[0].content
+    assert "<attached_data>" in note and note.endswith("please copy all uploads")
+    assert "- sales: pandas.DataFrame at /mnt/user-data/uploads/sales.parquet" in note
+    assert "shape 3 rows x 4 columns" in note and "amount: float64" in note and "north" in note
+    assert "/mnt/user-data/uploads/matrix.npy" in note and "dtype float32" in note
+    uploaded = {f["filename"] for f in thread.uploads()["files"]}
+    assert uploaded == {"sales.parquet", "regions.parquet", "matrix.npy", "fig.png", "params.json", "ids.json"}
+
+    outputs = {o["path"]: o for o in thread.outputs()}
+    assert set(outputs) == {f"/mnt/user-data/outputs/{name}" for name in uploaded}
+    assert all(o["size"] and not o["presented"] for o in outputs.values())
+
+    pd.testing.assert_frame_equal(thread.load("sales.parquet"), objects["sales"])
+    pd.testing.assert_frame_equal(thread.load("/mnt/user-data/outputs/regions.parquet"),
+                                  objects["regions"].to_frame())
+    matrix = thread.load("matrix.npy")
+    assert matrix.dtype == np.float32 and np.array_equal(matrix, objects["matrix"])
+    assert thread.load("params.json") == objects["params"] and thread.load("ids.json") == [1, 2, 3]
+    image = thread.load("fig.png")
+    assert isinstance(image, Image) and image.data == thread.artifact("/mnt/user-data/uploads/fig.png")[0]
+    assert image.data.startswith(b"\x89PNG")
+    plt.close(objects["fig"])
+
+
+def test_data_is_written_once_per_digest(agent):  # noqa: F811
+    thread = agent.thread()
+    frame = pd.DataFrame({"a": [1, 2]})
+    thread.chat("hello one", data={"t": frame})
+    first = {f["filename"]: f["modified_at"] for f in thread.uploads()["files"]}
+    assert thread.chat("hello two", data={"t": frame.copy()}) == "Answer to two."
+    reopened = agent.thread(thread.id)  # a new Thread object checks what the uploads already hold
+    reopened.chat("hello three", data={"t": frame})
+    assert {f["filename"]: f["modified_at"] for f in thread.uploads()["files"]} == first
+    reopened.chat("hello four", data={"t": pd.DataFrame({"a": [1, 2, 3]})})  # changed: written again
+    pd.testing.assert_frame_equal(thread.load("/mnt/user-data/uploads/t.parquet"), pd.DataFrame({"a": [1, 2, 3]}))
+    assert "t: pandas.DataFrame" in thread.messages[-2].content
+
+
+@pytest.mark.parametrize(("value", "reason"), [
+    (object(), "builtins.object has no safe file format"),
+    ({1, 2}, "builtins.set has no safe file format"),
+    (np.array([{"a": 1}], dtype=object), "holds Python objects"),
+    (pd.DataFrame({1: [1]}), "column names must be strings"),
+    ({"x": float("nan")}, "not JSON-able"),
+    ({"x": object()}, "not JSON-able"),
+])
+def test_unsafe_objects_are_refused_by_name(agent, value, reason):  # noqa: F811
+    thread = agent.thread()
+    with pytest.raises(UsageError, match=reason) as info:
+        thread.chat("hello refused", data={"good": [1], "bad_one": value})
+    assert "'bad_one'" in str(info.value) and "pickle" in str(info.value)
+    assert thread.uploads()["count"] == 0  # nothing written: refusals come before any upload
+    assert thread.messages == []
+
+
+def test_bad_data_arguments(agent):  # noqa: F811
+    thread = agent.thread()
+    with pytest.raises(UsageError, match="invalid data name"):
+        thread.chat("hi", data={"../x": 1})
+    with pytest.raises(UsageError, match="message is required"):
+        thread.chat("   ", data={"x": 1})
+
+
+def test_stream_and_start_take_data(agent):  # noqa: F811
+    thread = agent.thread()
+    events = list(thread.stream("stream six", data={"cfg": {"k": 1}}))
+    assert events[-1].type == "end"
+    run = thread.start("start seven", data={"cfg": {"k": 2}})
+    assert run.wait() == "Answer to seven."
+    assert thread.load("/mnt/user-data/uploads/cfg.json") == {"k": 2}
+
+
+def test_outputs_and_load_of_written_and_missing_files(agent):  # noqa: F811
+    thread = agent.thread()
+    assert thread.outputs() == []
+    thread.chat("write notes.txt")
+    assert [o["path"] for o in thread.outputs()] == ["/mnt/user-data/outputs/notes.txt"]
+    assert thread.load("notes.txt") == b"hello notes.txt\n"
+    with pytest.raises(NotFoundError):
+        thread.load("missing.csv")
+    with pytest.raises(UsageError):
+        thread.load("/etc/passwd")
+
+
+def test_load_object_by_type(tmp_path):
+    frame = pd.DataFrame({"a": [1, 2], "b": ["x", "y"]})
+    pd.testing.assert_frame_equal(load_object("/o/t.csv", frame.to_csv(index=False).encode(), "text/csv"), frame)
+    excel = io.BytesIO()
+    frame.to_excel(excel, index=False)
+    pd.testing.assert_frame_equal(load_object("/o/t.xlsx", excel.getvalue(), ""), frame)
+    md = load_object("/o/r.md", b"# Title", "text/markdown")
+    assert isinstance(md, Markdown) and md.data == "# Title"
+    svg = load_object("/o/p.svg", b'<svg xmlns="http://www.w3.org/2000/svg"><rect/></svg>', "image/svg+xml")
+    assert isinstance(svg, SVG) and "rect" in svg.data
+    jpeg = load_object("/o/p.jpg", b"\xff\xd8\xff\xe0jpeg", "image/jpeg")
+    assert isinstance(jpeg, Image) and jpeg.format == "jpeg"
+    assert load_object("/o/d.json", json.dumps([1, {"a": 2}]).encode(), "") == [1, {"a": 2}]
+    assert load_object("/o/blob.bin", b"\x00\x01", "application/octet-stream") == b"\x00\x01"
+
+
+def test_csv_when_pyarrow_is_missing(monkeypatch):
+    frame = pd.DataFrame({"a": [1, 2], "b": ["x", "y"]})
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    (item,) = encode_data({"t": frame})
+    assert item.filename == "t.csv" and item.path == "/mnt/user-data/uploads/t.csv"
+    monkeypatch.undo()  # pandas itself reads strings through pyarrow when it has it
+    pd.testing.assert_frame_equal(load_object(item.path, item.content, "text/csv"), frame)
