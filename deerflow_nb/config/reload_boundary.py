@@ -16,6 +16,7 @@ STARTUP_ONLY_FIELDS: frozenset[str] = frozenset(
         "checkpointer",
         "run_events",
         "stream_bridge",
+        "runs",
         "sandbox",
         "log_level",
         "logging",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
     "AppConfig",
@@ -194,6 +194,24 @@ class StreamBridgeConfig(_Section):
     heartbeat_seconds: float = Field(default=15, gt=0)
 
 
+class RunsConfig(_Section):
+    """startup-only: run leases, so that processes sharing a database recover each other's orphans."""
+
+    lease_seconds: float = Field(default=30, gt=0, description="How long a run's lease lasts without renewal; "
+                                 "a run whose lease expired is recovered by any process on the database.")
+    lease_renew_seconds: float = Field(default=10, gt=0, description="How often the owner renews its leases "
+                                       "(less than lease_seconds).")
+    recover_interval_seconds: float = Field(default=30, ge=0, description="How often a long-lived process "
+                                            "looks for expired leases (0: only at startup).")
+
+    @model_validator(mode="after")
+    def _renew_within_lease(self) -> RunsConfig:
+        if self.lease_renew_seconds >= self.lease_seconds:
+            raise ValueError(f"runs.lease_renew_seconds ({self.lease_renew_seconds}) must be less than "
+                             f"runs.lease_seconds ({self.lease_seconds})")
+        return self
+
+
 class TokenUsageConfig(_Section):
     """Token usage accounting."""
 
@@ -242,6 +260,7 @@ class AppConfig(BaseModel):
     checkpointer: dict[str, Any] | None = Field(default=None, description="startup-only: deprecated.")
     run_events: dict[str, Any] = Field(default_factory=dict, description="startup-only: run journal options.")
     stream_bridge: StreamBridgeConfig = Field(default_factory=StreamBridgeConfig)
+    runs: RunsConfig = Field(default_factory=RunsConfig)
     token_usage: TokenUsageConfig = Field(default_factory=TokenUsageConfig)
     loop_detection: LoopDetectionConfig = Field(default_factory=LoopDetectionConfig)
     read_before_write: ReadBeforeWriteConfig = Field(default_factory=ReadBeforeWriteConfig)

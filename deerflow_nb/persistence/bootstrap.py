@@ -26,11 +26,13 @@ from deerflow_nb.persistence.models import APP_TABLES, Base
 if TYPE_CHECKING:
     from deerflow_nb.persistence.engine import Database
 
-__all__ = ["BASELINE_REVISION", "BASELINE_TABLES", "alembic_config", "bootstrap_schema"]
+__all__ = ["BASELINE_REVISION", "BASELINE_TABLES", "HEAD_REVISION", "alembic_config", "bootstrap_schema"]
 
 logger = logging.getLogger(__name__)
 
 BASELINE_REVISION = "0001_baseline"
+#: The newest revision (``alembic stamp head`` of a fresh database).
+HEAD_REVISION = "0002_run_leases"
 #: Tables created by ``0001_baseline``; the legacy path back-fills only these.
 BASELINE_TABLES = ("threads_meta", "runs", "run_events", "feedback")
 _ADVISORY_KEY = 0x6465657266  # "deerf"

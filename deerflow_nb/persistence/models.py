@@ -62,6 +62,9 @@ class RunRow(Base):
     owner: Mapped[str | None] = mapped_column(sa.String(128), nullable=True)
     created_at: Mapped[float] = mapped_column(sa.Float)
     updated_at: Mapped[float] = mapped_column(sa.Float)
+    #: Until when (UNIX seconds, the database's clock) the owner holds the run; its process
+    #: renews it while the run executes, and an expired lease marks an orphan (0002_run_leases).
+    lease_expires_at: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
 
     __table_args__ = (
         sa.Index("uq_runs_thread_active", "thread_id", unique=True,

@@ -18,7 +18,7 @@ from deerflow_nb.persistence.events import INSERT_EVENT, JournalEntry, event_row
 from deerflow_nb.persistence.fast import SqliteStatement, driver_connection, insert_statement
 from deerflow_nb.persistence.models import ACTIVE_RUN_STATUSES, RunEventRow, RunRow, ThreadMetaRow
 
-__all__ = ["RunInfo", "RunStore"]
+__all__ = ["RunInfo", "RunStore", "db_now"]
 
 _R = RunRow.metadata.tables["runs"]
 _INSERT_RUN = sa.insert(_R)
@@ -29,6 +29,13 @@ _T = ThreadMetaRow.metadata.tables["threads_meta"]
 _FAST_INSERT_RUN = insert_statement(_R, _RUN_JSON)
 _FAST_INSERT_THREAD = insert_statement(_T, ("metadata",))
 _FAST_INSERT_EVENT = insert_statement(RunEventRow.metadata.tables["run_events"], ("payload",))
+
+
+def db_now(backend: str) -> sa.ColumnElement[float]:
+    """The database's clock as UNIX seconds (leases never compare the hosts' clocks)."""
+    if backend == "postgres":
+        return sa.literal_column("CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)", sa.Float)
+    return sa.literal_column("((julianday('now') - 2440587.5) * 86400.0)", sa.Float)
 
 
 @functools.cache
@@ -74,13 +81,16 @@ class RunInfo:
     created_at: float = field(default_factory=time.time)
     updated_at: float = field(default_factory=time.time)
     owner: str | None = None
+    #: Until when the owner holds the run (UNIX seconds, the database's clock); ``None``: no lease.
+    lease_expires_at: float | None = None
 
     @classmethod
     def from_mapping(cls, row: Mapping[str, Any]) -> RunInfo:
         """Build from a Core result row's mapping (column names, ``metadata`` included)."""
         return cls(row["run_id"], row["thread_id"], row["user_id"], row["assistant_id"], row["status"],
                    row["multitask_strategy"], dict(row["metadata"] or {}), dict(row["kwargs"] or {}), row["error"],
-                   row["stop_reason"], row["usage"], row["created_at"], row["updated_at"], row["owner"])
+                   row["stop_reason"], row["usage"], row["created_at"], row["updated_at"], row["owner"],
+                   row.get("lease_expires_at"))
 
 
 class RunStore:
@@ -89,18 +99,20 @@ class RunStore:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def create(self, info: RunInfo, *, status: str | None = None, thread_status: str | None = None) -> None:
+    async def create(self, info: RunInfo, *, status: str | None = None, thread_status: str | None = None,
+                     lease_seconds: float | None = None) -> None:
         """Insert the run; a second active run on the thread raises :class:`ThreadBusyError`.
 
         ``status`` overrides ``info.status``. With ``thread_status``, the thread's status is
         set in the same transaction (a run that starts at once is inserted ``running`` and
-        marks its thread in one commit).
+        marks its thread in one commit). With ``lease_seconds``, the owner's lease is taken
+        in that transaction too (expiring that long from now on the database's clock).
         """
         values = {"run_id": info.run_id, "thread_id": info.thread_id, "user_id": info.user_id,
                   "assistant_id": info.assistant_id, "status": status or info.status,
                   "multitask_strategy": info.multitask_strategy, "metadata": info.metadata, "kwargs": info.kwargs,
                   "error": None, "stop_reason": None, "usage": None, "owner": info.owner,
-                  "created_at": info.created_at, "updated_at": info.updated_at}
+                  "lease_expires_at": None, "created_at": info.created_at, "updated_at": info.updated_at}
 
         def insert(conn: sa.Connection) -> None:
             raw = driver_connection(conn)
@@ -110,6 +122,9 @@ class RunStore:
                 conn.execute(_INSERT_RUN, values)
             if thread_status is not None:
                 _set_thread(conn, info.thread_id, thread_status, info.updated_at, None, info.user_id)
+            if lease_seconds is not None:
+                conn.execute(sa.update(_R).where(_R.c.run_id == info.run_id)
+                             .values(lease_expires_at=self._now() + lease_seconds))
 
         try:
             await self._db.write(insert)
@@ -175,10 +190,47 @@ class RunStore:
         query = sa.select(_R).where(_R.c.status.in_(ACTIVE_RUN_STATUSES))
         return [RunInfo.from_mapping(r) for r in await self._db.read(lambda conn: _all(conn, query))]
 
+    def _now(self) -> sa.ColumnElement[float]:
+        return db_now(self._db.backend)
+
+    def _expired(self) -> sa.ColumnElement[bool]:
+        # a row without a lease was admitted before leases (0001): nobody renews it
+        return sa.or_(_R.c.lease_expires_at.is_(None), _R.c.lease_expires_at < self._now())
+
+    async def renew(self, run_ids: Sequence[str], owner: str, lease_seconds: float) -> set[str]:
+        """Extend ``owner``'s leases on ``run_ids`` (one transaction); returns the runs renewed.
+
+        A run missing from the answer is no longer ``owner``'s active run: it finished, or
+        another process recovered it after its lease expired.
+        """
+        def renew(conn: sa.Connection) -> set[str]:
+            renewed: set[str] = set()
+            for run_id in run_ids:
+                stmt = (sa.update(_R).where(_R.c.run_id == run_id, _R.c.owner == owner,
+                                            _R.c.status.in_(ACTIVE_RUN_STATUSES))
+                        .values(lease_expires_at=self._now() + lease_seconds))
+                if conn.execute(stmt).rowcount:
+                    renewed.add(run_id)
+            return renewed
+
+        if not run_ids:
+            return set()
+        return await self._db.write(renew)
+
+    async def expired(self) -> list[RunInfo]:
+        """Every active run (all users) whose lease expired, or that never had one."""
+        query = sa.select(_R).where(_R.c.status.in_(ACTIVE_RUN_STATUSES), self._expired())
+        return [RunInfo.from_mapping(r) for r in await self._db.read(lambda conn: _all(conn, query))]
+
     async def claim_orphan(self, run_id: str, *, error: dict[str, Any]) -> bool:
-        """Atomically move a still-active run to ``error`` (``stop_reason=orphan_recovered``)."""
-        stmt = (sa.update(_R).where(_R.c.run_id == run_id, _R.c.status.in_(ACTIVE_RUN_STATUSES))
-                .values(status="error", stop_reason="orphan_recovered", error=error, updated_at=time.time()))
+        """Atomically move a still-active run whose lease expired to ``error`` (``stop_reason=orphan_recovered``).
+
+        The status and the lease are re-checked in the update itself: a renewal between the
+        scan and the claim keeps the run active.
+        """
+        stmt = (sa.update(_R).where(_R.c.run_id == run_id, _R.c.status.in_(ACTIVE_RUN_STATUSES), self._expired())
+                .values(status="error", stop_reason="orphan_recovered", error=error, updated_at=time.time(),
+                        lease_expires_at=None))
         return bool(await self._db.write(lambda conn: conn.execute(stmt).rowcount))
 
     async def delete(self, run_id: str) -> None:

@@ -153,7 +153,11 @@ class Runtime:
         self._last_config_key = ""
         bridge = startup.stream_bridge
         self.bridge = StreamBridge(bridge.queue_maxsize, heartbeat_seconds=bridge.heartbeat_seconds)
-        self.runs = RunManager(self.bridge)
+        leases = startup.runs
+        self.runs = RunManager(self.bridge, lease_seconds=leases.lease_seconds,
+                               lease_renew_seconds=leases.lease_renew_seconds,
+                               recover_interval_seconds=leases.recover_interval_seconds,
+                               on_recovered=self._mark_recovered)
         self.recovered_runs: list[str] = []
         self.plugins: list[AgentPlugin] = self._make_plugins()
 
@@ -275,18 +279,28 @@ class Runtime:
                 store = await open_store(self.database)
                 self.runs.attach(store.runs, store.threads)
                 self.recovered_runs = await self.runs.recover_orphans()
-                if self.recovered_runs:  # their threads end with a marked, interrupted answer
-                    graph = marker_graph(store.checkpointer)
-                    for run_id in self.recovered_runs:
-                        try:  # what the dead process had streamed (the journal's ai_partial entries)
-                            partial = await store.events.partial_texts(run_id)
-                        except Exception as exc:  # recovery goes on without the text
-                            logger.warning("could not read the partial answer of run %s: %s", run_id, exc)
-                            partial = {}
-                        await mark_interrupted(graph, self.runs.recovered[run_id], run_id,
-                                               reason="orphan_recovered", partial_texts=partial)
+                await self._mark_recovered(self.recovered_runs, store)
+                self.runs.start_maintenance()  # renew leases, recover expired ones while this process lives
                 self._store = store
             return self._store
+
+    async def _mark_recovered(self, run_ids: list[str], store: Store | None = None) -> None:
+        """End the threads of recovered runs with a marked, interrupted answer (what had streamed)."""
+        store = store or self._store
+        if store is None or not run_ids:
+            return
+        graph = marker_graph(store.checkpointer)
+        for run_id in run_ids:
+            try:  # what the dead process had streamed (the journal's ai_partial entries)
+                partial = await store.events.partial_texts(run_id)
+            except Exception as exc:  # recovery goes on without the text
+                logger.warning("could not read the partial answer of run %s: %s", run_id, exc)
+                partial = {}
+            try:
+                await mark_interrupted(graph, self.runs.recovered[run_id], run_id,
+                                       reason="orphan_recovered", partial_texts=partial)
+            except Exception as exc:  # the run is recovered; its thread just lacks the marker
+                logger.warning("could not mark the thread of recovered run %s: %s", run_id, exc)
 
     async def aclose(self) -> None:
         """Cancel active runs, close the database and release sandboxes."""

@@ -67,6 +67,8 @@ class RunRecord(RunInfo):
     rollback_requested: bool = False
     on_rollback: Callable[[RunRecord], Awaitable[None]] | None = field(default=None, repr=False)
     finalized: bool = False
+    #: Another process recovered the run after its lease expired: its outcome is no longer ours to store.
+    lease_lost: bool = False
     #: Journal entries handed over by the run (see :meth:`defer_journal`), stored with the outcome.
     journal_tail: list[JournalEntry] = field(default_factory=list, repr=False)
     _finished: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
@@ -122,9 +124,22 @@ class RunManager:
     """Starts runs as tasks on the current loop and keeps them consistent with the store."""
 
     def __init__(self, bridge: StreamBridge, *, runs: RunStore | None = None, threads: ThreadStore | None = None,
-                 max_finished: int = 256) -> None:
+                 max_finished: int = 256, lease_seconds: float = 30, lease_renew_seconds: float = 10,
+                 recover_interval_seconds: float = 30,
+                 on_recovered: Callable[[list[str]], Awaitable[None]] | None = None) -> None:
+        if lease_renew_seconds >= lease_seconds:
+            raise UsageError(f"lease_renew_seconds ({lease_renew_seconds}) must be less than "
+                             f"lease_seconds ({lease_seconds})")
         self.bridge = bridge
-        self.owner = process_owner()
+        self.owner = f"{process_owner()}:{uuid.uuid4().hex[:8]}"  # unique even for a restarted pid
+        #: Leases: how long one lasts, how often this process renews its own and scans for expired ones.
+        self.lease_seconds = lease_seconds
+        self.lease_renew_seconds = lease_renew_seconds
+        self.recover_interval_seconds = recover_interval_seconds
+        #: Called with the run ids each periodic recovery pass recovered (their threads get their marker).
+        self.on_recovered = on_recovered
+        self._maintenance: asyncio.Task[None] | None = None
+        self._recovering: asyncio.Task[None] | None = None
         #: run id -> thread id of the runs :meth:`recover_orphans` recovered.
         self.recovered: dict[str, str] = {}
         self._runs = runs
@@ -171,7 +186,8 @@ class RunManager:
             if self._runs is not None:
                 # the run starts at once: stored as running (its thread too) in the admitting
                 # transaction; the unique index decides races between processes
-                await self._runs.create(record, status="running", thread_status="running")
+                await self._runs.create(record, status="running", thread_status="running",
+                                        lease_seconds=self.lease_seconds)
                 if self._threads is not None:
                     self._threads.mark_saved(thread_id)  # a new thread's row came with the admission
             self._active[thread_id] = record
@@ -241,7 +257,10 @@ class RunManager:
                     logger.warning("rollback of run %s failed: %s", record.run_id, exc)
             record.status = status
             record.updated_at = time.time()
-            if self._runs is not None:
+            if self._runs is not None and record.lease_lost:
+                logger.warning("run %s lost its lease (another process recovered it); its outcome %s is not "
+                               "stored", record.run_id, status)
+            elif self._runs is not None:
                 thread_status = "error" if status in {"error", "timeout"} else "idle"
                 tail, record.journal_tail = record.journal_tail, []
                 await self._runs.set_status(record.run_id, status, error=record.error,
@@ -321,20 +340,21 @@ class RunManager:
 
     # -- recovery and shutdown ---------------------------------------------------------
     async def recover_orphans(self) -> list[str]:
-        """Mark runs left active by a dead process as ``error`` (``stop_reason=orphan_recovered``).
+        """Mark runs whose lease expired as ``error`` (``stop_reason=orphan_recovered``).
 
-        A run belongs to a dead process when its owner is this host and that pid is
-        gone. Runs of live processes (another notebook on the same database) and of
-        other hosts are left alone.
+        The process executing a run renews its lease every ``lease_renew_seconds``; a lease
+        that ran out (on the database's clock) means that process is gone, whichever host it
+        ran on. A run with a fresh lease is never touched, and neither is a run of this manager.
+        The claim re-checks the lease atomically, so a renewal racing the scan wins.
         """
         if self._runs is None:
             return []
         recovered: list[str] = []
-        for info in await self._runs.active():
-            if info.run_id in self._records or _owner_alive(info.owner):
+        for info in await self._runs.expired():
+            if info.run_id in self._records:
                 continue
-            error = {"message": "the process executing this run stopped; the run was recovered at startup",
-                     "type": "OrphanRecovered", "run_id": info.run_id}
+            error = {"message": "the process executing this run stopped (its lease expired); the run was recovered",
+                     "type": "OrphanRecovered", "run_id": info.run_id, "owner": info.owner}
             if await self._runs.claim_orphan(info.run_id, error=error):
                 recovered.append(info.run_id)
                 self.recovered[info.run_id] = info.thread_id
@@ -344,29 +364,56 @@ class RunManager:
             logger.warning("recovered %d orphaned run(s): %s", len(recovered), ", ".join(recovered))
         return recovered
 
+    def start_maintenance(self) -> None:
+        """Renew this process's leases and recover expired ones periodically (a task on this loop)."""
+        if self._runs is None or (self._maintenance is not None and not self._maintenance.done()):
+            return
+        self._maintenance = asyncio.get_running_loop().create_task(self._maintain(), name="deerflow-run-leases")
+
+    async def renew_leases(self) -> None:
+        """Renew the leases of this process's active runs; a run recovered elsewhere is cancelled."""
+        if self._runs is None:
+            return
+        active = [r for r in self._active.values() if not r.finalized]
+        if not active:
+            return
+        renewed = await self._runs.renew([r.run_id for r in active], self.owner, self.lease_seconds)
+        for record in active:
+            if record.run_id not in renewed and not record.finalized and self._active.get(record.thread_id) is record:
+                logger.warning("run %s lost its lease to another process; cancelling it here", record.run_id)
+                record.lease_lost = True
+                if record.task is not None and not record.task.done():
+                    record.task.cancel()
+
+    async def _maintain(self) -> None:
+        loop = asyncio.get_running_loop()
+        next_recovery = loop.time() + self.recover_interval_seconds
+        while True:
+            await asyncio.sleep(self.lease_renew_seconds)
+            try:
+                await self.renew_leases()
+            except Exception as exc:  # transient database trouble: retry at the next tick
+                logger.warning("could not renew run leases: %s", exc)
+            if self.recover_interval_seconds > 0 and loop.time() >= next_recovery:
+                next_recovery = loop.time() + self.recover_interval_seconds
+                if self._recovering is None or self._recovering.done():  # single flight: renewal never waits
+                    self._recovering = loop.create_task(self._recover_periodically(), name="deerflow-recover")
+
+    async def _recover_periodically(self) -> None:
+        try:
+            recovered = await self.recover_orphans()
+            if recovered and self.on_recovered is not None:
+                await self.on_recovered(recovered)
+        except Exception as exc:  # the next pass tries again
+            logger.warning("orphan recovery failed: %s", exc)
+
     async def shutdown(self) -> None:
-        """Cancel every active run of this process (each is stored as ``interrupted``)."""
+        """Stop lease upkeep and cancel every active run of this process (each is stored as ``interrupted``)."""
+        for task in (self._maintenance, self._recovering):
+            if task is not None and not task.done():
+                task.cancel()
+                await asyncio.wait([task])
+        self._maintenance = self._recovering = None
         for record in list(self._active.values()):
             with contextlib.suppress(Exception):
                 await self._cancel(record, "interrupt")
-
-
-def _owner_alive(owner: str | None) -> bool:
-    if not owner or ":" not in owner:
-        return False
-    host, _, pid_text = owner.rpartition(":")
-    if host != socket.gethostname():
-        return True  # cannot tell; another host's runs are not ours to recover
-    try:
-        pid = int(pid_text)
-    except ValueError:
-        return False
-    if pid == os.getpid():
-        return True  # another manager in this very process owns it
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -4,7 +4,7 @@ import pytest
 import sqlalchemy as sa
 
 from deerflow_nb.persistence import open_database, open_store
-from deerflow_nb.persistence.bootstrap import BASELINE_TABLES, bootstrap_schema
+from deerflow_nb.persistence.bootstrap import BASELINE_TABLES, HEAD_REVISION, bootstrap_schema
 from deerflow_nb.persistence.models import APP_TABLES, Base
 
 
@@ -21,10 +21,10 @@ async def test_empty_database_is_created_and_stamped_then_upgraded(target):
     db = await open_database(target)
     try:
         assert APP_TABLES <= await _tables(db)
-        assert await _version(db) == ["0001_baseline"]
+        assert await _version(db) == [HEAD_REVISION]
         # a second start takes the "versioned" branch and changes nothing
         assert await bootstrap_schema(db) == "upgraded"
-        assert await _version(db) == ["0001_baseline"]
+        assert await _version(db) == [HEAD_REVISION]
     finally:
         await db.dispose()
 
@@ -40,7 +40,7 @@ async def test_legacy_database_is_backfilled_and_stamped(target):
         await db.write(make_legacy)
         assert await bootstrap_schema(db) == "legacy"
         assert set(BASELINE_TABLES) <= await _tables(db)
-        assert await _version(db) == ["0001_baseline"]
+        assert await _version(db) == [HEAD_REVISION]
     finally:
         await db.dispose()
 
@@ -60,7 +60,7 @@ async def test_checkpointer_tables_are_not_alembic_tables(target):
 async def test_concurrent_startups_bootstrap_once(target):
     dbs = await asyncio.gather(open_database(target), open_database(target))
     try:
-        assert await _version(dbs[0]) == ["0001_baseline"]
+        assert await _version(dbs[0]) == [HEAD_REVISION]
     finally:
         for db in dbs:
             await db.dispose()
@@ -68,3 +68,22 @@ async def test_concurrent_startups_bootstrap_once(target):
 
 def test_baseline_tables_match_the_models():
     assert set(BASELINE_TABLES) == APP_TABLES
+
+
+@pytest.mark.asyncio
+async def test_a_0001_database_is_upgraded_to_run_leases(target):
+    db = await open_database(target)
+    try:
+        def make_0001(c: sa.Connection) -> None:  # the schema as 0001_baseline left it
+            c.execute(sa.text("ALTER TABLE runs DROP COLUMN lease_expires_at"))
+            c.execute(sa.text("UPDATE alembic_version SET version_num = '0001_baseline'"))
+
+        await db.write(make_0001)
+        columns = await db.read(lambda c: {col["name"] for col in sa.inspect(c).get_columns("runs")})
+        assert "lease_expires_at" not in columns
+        assert await bootstrap_schema(db) == "upgraded"
+        columns = await db.read(lambda c: {col["name"] for col in sa.inspect(c).get_columns("runs")})
+        assert "lease_expires_at" in columns
+        assert await _version(db) == [HEAD_REVISION]
+    finally:
+        await db.dispose()

@@ -1,6 +1,4 @@
 import asyncio
-import subprocess
-import sys
 
 import pytest
 import pytest_asyncio
@@ -131,17 +129,14 @@ async def test_error_and_timeout_statuses(store):
 
 @pytest.mark.asyncio
 async def test_orphans_of_dead_processes_are_recovered(store):
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    import socket
-
-    await store.runs.create(RunInfo("orphan", "t", "u", status="running", owner=f"{socket.gethostname()}:{dead.pid}"))
+    # a run admitted before leases (no lease) and one whose lease expired are orphans; a fresh lease is alive
+    await store.runs.create(RunInfo("orphan", "t", "u", status="running", owner="this-host:1"))
     await store.threads.create("t2", "u")
-    await store.runs.create(RunInfo("alive", "t2", "u", status="running", owner="other-host:1"))
+    await store.runs.create(RunInfo("alive", "t2", "u", status="running", owner="other-host:1"), lease_seconds=600)
     manager = manager_for(store)
     assert await manager.recover_orphans() == ["orphan"]
     orphan = await store.runs.get("orphan", "u")
     assert (orphan.status, orphan.stop_reason) == ("error", "orphan_recovered")
-    assert (await store.runs.get("alive", "u")).status == "running"  # another host's run is left alone
+    assert (await store.runs.get("alive", "u")).status == "running"  # its owner renews its lease
     record = await manager.create(thread_id="t", user_id="u", body=gated(asyncio.Event()))
     await manager.cancel(record.run_id)  # the thread accepted a new run

@@ -112,7 +112,10 @@ def test_remote_client_over_http(server):
 
 
 def test_server_killed_mid_run_recovers_on_restart(tmp_path):
-    config = write_config(tmp_path / "config.yaml", [SLOW] * 10, latency=0.05)
+    # tiny leases: the restarted server recovers the run once the dead one's lease expires (at
+    # startup, or in its periodic pass when it comes back sooner than that)
+    leases = {"runs": {"lease_seconds": 1, "lease_renew_seconds": 0.2, "recover_interval_seconds": 0.2}}
+    config = write_config(tmp_path / "config.yaml", [SLOW] * 10, latency=0.05, extra=leases)
     srv = JupyterServer(tmp_path / "srv", config).start()
     try:
         client = sdk(srv)
@@ -122,6 +125,7 @@ def test_server_killed_mid_run_recovers_on_restart(tmp_path):
         srv.kill()
         srv.start()
         client = sdk(srv)
+        wait_status(client, tid, run["run_id"], {"error"})
         recovered = client.runs.get(tid, run["run_id"])
         assert recovered["status"] == "error" and recovered["stop_reason"] == "orphan_recovered"
         assert client.threads.get(tid)["status"] == "error"

@@ -1,0 +1,130 @@
+"""Run leases: renewal keeps a run alive, an expired lease is recovered by another process on the database.
+
+No wall-clock assertions: leases are tiny and the tests wait on conditions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from deerflow_nb.persistence import RunInfo, open_store
+from deerflow_nb.runtime import RunManager, StreamBridge, StreamEvent
+
+
+async def _until(predicate, *, attempts: int = 400, pause: float = 0.02) -> None:
+    for _ in range(attempts):
+        if await predicate():
+            return
+        await asyncio.sleep(pause)
+    raise AssertionError("condition never held")
+
+
+def _manager(store, **leases) -> RunManager:
+    return RunManager(StreamBridge(64), runs=store.runs, threads=store.threads, **leases)
+
+
+def _gated(gate: asyncio.Event):
+    async def body(record):
+        yield StreamEvent("messages-tuple", {"type": "ai", "id": "m1", "content": "partial"})
+        await gate.wait()
+        yield StreamEvent("end", {"usage": None, "stop_reason": None})
+    return body
+
+
+@pytest.mark.asyncio
+async def test_a_fresh_lease_is_never_recovered_and_an_expired_one_is(target):
+    owner_store, peer_store = await open_store(target), await open_store(target)
+    try:
+        await owner_store.threads.create("t", "u")
+        await owner_store.runs.create(RunInfo("fresh", "t", "u", owner="a:1"), status="running", lease_seconds=600)
+        peer = _manager(peer_store)
+        assert await peer.recover_orphans() == []
+        assert not await peer_store.runs.claim_orphan("fresh", error={"message": "no"})
+        assert (await peer_store.runs.get("fresh", "u")).status == "running"
+
+        await owner_store.threads.create("t2", "u")
+        await owner_store.runs.create(RunInfo("stale", "t2", "u", owner="a:1"), status="running", lease_seconds=0.05)
+
+        async def recovered() -> bool:
+            return await peer.recover_orphans() == ["stale"]
+        await _until(recovered)
+        stale = await owner_store.runs.get("stale", "u")
+        assert (stale.status, stale.stop_reason) == ("error", "orphan_recovered")
+        assert stale.error["type"] == "OrphanRecovered"
+        assert (await owner_store.threads.get("t2", "u")).status == "error"
+        assert (await owner_store.runs.get("fresh", "u")).status == "running"
+        # the thread takes new runs again
+        await peer_store.runs.create(RunInfo("next", "t2", "u"), lease_seconds=600)
+    finally:
+        await owner_store.aclose()
+        await peer_store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_renewal_keeps_a_run_alive_and_a_dead_owner_is_recovered(target):
+    owner_store, peer_store = await open_store(target), await open_store(target)
+    try:
+        await owner_store.threads.create("t", "u")
+        owner = _manager(owner_store, lease_seconds=0.3, lease_renew_seconds=0.05)
+        owner.start_maintenance()
+        gate = asyncio.Event()
+        record = await owner.create(thread_id="t", user_id="u", body=_gated(gate))
+        first = (await owner_store.runs.get(record.run_id, "u")).lease_expires_at
+        assert first is not None
+
+        async def renewed_twice() -> bool:
+            lease = (await peer_store.runs.get(record.run_id, "u")).lease_expires_at
+            return lease is not None and lease > first + 0.05
+        await _until(renewed_twice)
+        peer = _manager(peer_store, lease_seconds=0.3, lease_renew_seconds=0.05)
+        # the owner renews more often than the lease lasts: however often the peer looks, it is alive
+        for _ in range(10):
+            assert await peer.recover_orphans() == []
+            await asyncio.sleep(0.05)
+        assert (await peer_store.runs.get(record.run_id, "u")).status == "running"
+
+        # the owner "dies": its upkeep stops (the run's task stays, as in a frozen process)
+        owner._maintenance.cancel()
+        await asyncio.wait([owner._maintenance])
+
+        async def recovered() -> bool:
+            return await peer.recover_orphans() == [record.run_id]
+        await _until(recovered)
+        assert (await peer_store.runs.get(record.run_id, "u")).stop_reason == "orphan_recovered"
+
+        # the owner comes back: its next renewal finds the run taken and fences it (nothing stored)
+        await owner.renew_leases()
+        await record.wait()
+        assert record.lease_lost and record.status == "interrupted"
+        assert (await peer_store.runs.get(record.run_id, "u")).status == "error"
+    finally:
+        await owner_store.aclose()
+        await peer_store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_periodic_recovery_in_a_long_lived_process(target):
+    owner_store, peer_store = await open_store(target), await open_store(target)
+    try:
+        await owner_store.threads.create("t", "u")
+        await owner_store.runs.create(RunInfo("gone", "t", "u", owner="dead:1"), status="running", lease_seconds=0.05)
+        seen: list[str] = []
+
+        async def on_recovered(run_ids: list[str]) -> None:
+            seen.extend(run_ids)
+
+        peer = _manager(peer_store, lease_seconds=0.3, lease_renew_seconds=0.02, recover_interval_seconds=0.05,
+                        on_recovered=on_recovered)
+        peer.start_maintenance()
+
+        async def noticed() -> bool:
+            return seen == ["gone"]
+        await _until(noticed)
+        assert (await peer_store.runs.get("gone", "u")).status == "error"
+        await peer.shutdown()
+        assert peer._maintenance is None
+    finally:
+        await owner_store.aclose()
+        await peer_store.aclose()
