@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -333,6 +335,46 @@ class Thread:
     async def aload(self, path: str) -> Any:
         """Async twin of :meth:`load`."""
         return await self._loop.arun(self._aload(path))
+
+    async def _ato_notebook(self, path: str | os.PathLike[str] | None, run_id: str | None,
+                            root: str) -> list[dict[str, Any]] | Path:
+        from deerflow_nb.client.notebook import build_cells, notebook_json
+
+        state = await self._backend.get_state(self.id)
+        cells = build_cells(list(state.get("messages", [])), run_id=run_id, root=root, thread_id=self.id)
+        if path is None:
+            return cells
+        target = Path(path).expanduser()
+        uploads = [(f["filename"], (await self._backend.artifact(self.id, f["path"]))[0])
+                   for f in (await self._backend.list_uploads(self.id))["files"]]
+
+        def write() -> Path:
+            folder = target.parent / root / "uploads"
+            folder.mkdir(parents=True, exist_ok=True)
+            for name, content in uploads:
+                (folder / name).write_bytes(content)
+            target.write_text(notebook_json(cells), encoding="utf-8")
+            return target
+
+        return await asyncio.to_thread(write)
+
+    def to_notebook(self, path: str | os.PathLike[str] | None = None, run_id: str | None = None, *,
+                    root: str = "deerflow_files") -> list[dict[str, Any]] | Path:
+        """The agent's work as notebook cells (all runs, or ``run_id``'s), to rerun in your kernel.
+
+        Cells, in order: the user's messages and the agent's explanations as Markdown; the files it
+        wrote or edited (``write_file``, ``str_replace``) as Python; ``python - <<EOF`` blocks as
+        Python; other commands as ``!`` lines (``%%bash`` when multi-line). ``/mnt/user-data/`` becomes
+        ``{root}/``. Without ``path`` the cells (nbformat-4 dicts) are returned; with it the notebook is
+        written there, the thread's uploads are copied to ``{root}/uploads`` beside it, and its path
+        is returned.
+        """
+        return self._loop.run(self._ato_notebook(path, run_id, root), method="Thread.to_notebook")
+
+    async def ato_notebook(self, path: str | os.PathLike[str] | None = None, run_id: str | None = None, *,
+                           root: str = "deerflow_files") -> list[dict[str, Any]] | Path:
+        """Async twin of :meth:`to_notebook`."""
+        return await self._loop.arun(self._ato_notebook(path, run_id, root))
 
     def usage(self) -> dict[str, Any]:
         """Token usage and cost of this thread's runs, overall and per model."""
