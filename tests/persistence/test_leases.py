@@ -128,3 +128,88 @@ async def test_periodic_recovery_in_a_long_lived_process(target):
     finally:
         await owner_store.aclose()
         await peer_store.aclose()
+
+
+_OWNER_SCRIPT = """
+import asyncio, sys
+from pathlib import Path
+from deerflow_nb.persistence import DatabaseTarget, open_store
+from deerflow_nb.runtime import RunManager, StreamBridge
+
+async def main():
+    backend, url, path = sys.argv[1:4]
+    store = await open_store(DatabaseTarget(backend, url, Path(path) if path else None))
+    await store.threads.create("t", "u")
+    manager = RunManager(StreamBridge(8), runs=store.runs, threads=store.threads,
+                         lease_seconds=0.5, lease_renew_seconds=0.05)
+    manager.start_maintenance()
+
+    async def body(record):
+        await asyncio.Event().wait()
+        yield
+
+    record = await manager.create(thread_id="t", user_id="u", body=body)
+    print(record.run_id, flush=True)
+    await asyncio.Event().wait()
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.asyncio
+async def test_a_killed_owner_process_is_recovered_by_another(target):
+    import os
+    import signal
+    import sys
+
+    await (await open_store(target)).aclose()  # bootstrap once, before the two processes race for it
+    owner = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _OWNER_SCRIPT, target.backend, target.url, str(target.sqlite_path or ""),
+        stdout=asyncio.subprocess.PIPE)
+    store = await open_store(target)
+    try:
+        assert owner.stdout is not None
+        run_id = (await asyncio.wait_for(owner.stdout.readline(), 60)).decode().strip()
+        assert run_id
+        peer = _manager(store)
+        first = (await store.runs.get(run_id, "u")).lease_expires_at
+
+        async def renewed() -> bool:  # the owner process is alive and renewing
+            return (await store.runs.get(run_id, "u")).lease_expires_at > first
+        await _until(renewed, attempts=1500)
+        for _ in range(10):
+            assert await peer.recover_orphans() == []
+            await asyncio.sleep(0.05)
+
+        os.kill(owner.pid, signal.SIGKILL)
+        await owner.wait()
+
+        async def recovered() -> bool:
+            return await peer.recover_orphans() == [run_id]
+        await _until(recovered, attempts=1500)
+        run = await store.runs.get(run_id, "u")
+        assert (run.status, run.stop_reason) == ("error", "orphan_recovered")
+    finally:
+        if owner.returncode is None:
+            owner.kill()
+            await owner.wait()
+        await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_same_host_and_pid_does_not_keep_an_expired_run_alive(target):
+    # a pod restarted with the same host name and pid: the old heuristic took such a run for alive
+    from deerflow_nb.runtime.run_manager import process_owner
+
+    store = await open_store(target)
+    try:
+        await store.threads.create("t", "u")
+        await store.runs.create(RunInfo("r", "t", "u", owner=process_owner()), status="running", lease_seconds=0.05)
+        restarted = _manager(store)
+        assert restarted.owner != process_owner()  # each manager's identity is its own
+
+        async def recovered() -> bool:
+            return await restarted.recover_orphans() == ["r"]
+        await _until(recovered)
+    finally:
+        await store.aclose()
