@@ -5,6 +5,9 @@
     %%deerflow --thread analysis --plan
     Summarise /mnt/user-data/uploads/sales.csv
 
+    %%deerflow --data sales=df
+    Which region sells most?
+
 sends the cell body to the agent and shows the chat widget (the cell returns at
 once; the answer streams in). Consecutive ``%%deerflow`` cells continue the same
 thread unless ``--thread`` or ``--new`` says otherwise.
@@ -31,6 +34,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--new", action="store_true", help="start a new thread")
     parser.add_argument("--model", help="configured model name for this message")
     parser.add_argument("--plan", action="store_true", help="plan mode: keep a todo list")
+    parser.add_argument("--data", action="append", default=[], metavar="NAME[=VAR]",
+                        help="attach the notebook variable VAR (default: NAME) as data NAME; repeatable")
     return parser
 
 
@@ -42,7 +47,7 @@ def parse_cell_args(line: str) -> dict[str, Any]:
         raise UsageError(f"%%deerflow: {exc}") from None
     if extra:
         raise UsageError(f"%%deerflow: unknown argument(s) {' '.join(extra)}; "
-                         "usage: %%deerflow [--thread NAME] [--new] [--model NAME] [--plan]")
+                         "usage: %%deerflow [--thread NAME] [--new] [--model NAME] [--plan] [--data NAME[=VAR]]")
     return vars(args)
 
 
@@ -86,7 +91,22 @@ class DeerFlowMagics:
             options["model_name"] = args["model"]
         if args["plan"]:
             options["plan_mode"] = True
+        data = self._data(args["data"])
+        if data:
+            return self.thread.ui(text, data=data, **options)
         return self.thread.ui(text, **options)
+
+    def _data(self, specs: list[str]) -> dict[str, Any]:
+        """``--data sales=df --data regions`` → ``{"sales": <df>, "regions": <regions>}`` from the notebook."""
+        namespace = self.shell.user_ns if self.shell is not None else {}
+        data: dict[str, Any] = {}
+        for spec in (part for item in specs for part in item.split(",") if part):
+            name, _, variable = spec.partition("=")
+            variable = variable or name
+            if variable not in namespace:
+                raise UsageError(f"%%deerflow --data: no variable {variable!r} in this notebook")
+            data[name] = namespace[variable]
+        return data
 
     def line(self, line: str) -> Any:
         """``%deerflow threads | use NAME | help``."""

@@ -400,16 +400,25 @@ class Thread:
 
     # -- widgets -------------------------------------------------------------------------
     def ui(self, message: str | None = None, *, run: Any = None, options: Mapping[str, Any] | None = None,
-           **run_options: Any) -> ChatWidget:
+           data: Mapping[str, Any] | None = None, **run_options: Any) -> ChatWidget:
         """The chat widget for this thread, with its history.
 
         ``message`` is sent at once and streams in the background (the cell returns
         immediately); ``run`` attaches to a run already started. Run options
-        (``plan_mode=True``, ``model_name=...``) apply to every message sent from the widget.
+        (``plan_mode=True``, ``model_name=...``) apply to every message sent from the widget;
+        ``data={...}`` (see :meth:`start`) goes with ``message`` only (later ones:
+        ``widget.send(text, data=...)``).
         """
         from deerflow_nb.widgets import ChatWidget
 
-        return ChatWidget(self, message=message, run=run, options={**(options or {}), **run_options})
+        merged = {**(options or {}), **run_options}
+        if not data:
+            return ChatWidget(self, message=message, run=run, options=merged)
+        if message is None or run is not None:
+            raise UsageError("data= needs a message to go with (and no run=)")
+        widget = ChatWidget(self, options=merged)
+        widget.send(message, data=data)
+        return widget
 
     def workspace_diff(self, run_id: str | None = None, *, mode: str = "unified") -> WorkspaceDiff:
         """The :class:`~deerflow_nb.widgets.WorkspaceDiff` widget for a run (default: the latest)."""

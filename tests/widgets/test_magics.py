@@ -34,6 +34,24 @@ def test_cell_magic_sends_the_cell_and_shows_the_chat(shell, make_agent, comm_lo
     assert "analysis" in out and "Summarise sales" in out
 
 
+def test_cell_magic_attaches_notebook_variables_as_data(shell, make_agent):
+    import pandas as pd
+
+    agent = make_agent(["got it", "again"])
+    shell.user_ns.update(agent=agent, df=pd.DataFrame({"a": [1, 2]}), cfg={"k": 1})
+    shell.run_line_magic("deerflow", "use agent")
+    chat = shell.run_cell_magic("deerflow", "--new --data sales=df --data cfg", "Look at sales\n")
+    assert chat.wait(30) == "got it" and chat.options == {}
+    assert {f["filename"] for f in chat.thread.uploads()["files"]} == {"sales.parquet", "cfg.json"}
+    note = chat.thread.messages[0].content
+    assert "/mnt/user-data/uploads/sales.parquet" in note and note.endswith("Look at sales")
+    pd.testing.assert_frame_equal(chat.thread.load("/mnt/user-data/uploads/sales.parquet"), shell.user_ns["df"])
+    with pytest.raises(UsageError, match="no variable 'missing'"):
+        shell.run_cell_magic("deerflow", "--data x=missing", "hi")
+    for name in ("df", "cfg"):
+        shell.user_ns.pop(name)
+
+
 def test_bad_magic_usage_is_a_clear_error(shell, make_agent):
     shell.user_ns["agent"] = make_agent([])
     shell.run_line_magic("deerflow", "use agent")
@@ -48,7 +66,9 @@ def test_bad_magic_usage_is_a_clear_error(shell, make_agent):
 
 
 def test_parse_and_format_helpers():
-    assert parse_cell_args("--thread t-1 --plan") == {"thread": "t-1", "new": False, "model": None, "plan": True}
+    assert parse_cell_args("--thread t-1 --plan") == {"thread": "t-1", "new": False, "model": None, "plan": True,
+                                                      "data": []}
+    assert parse_cell_args("--data sales=df --data a,b")["data"] == ["sales=df", "a,b"]
     assert format_threads([]) == "No threads yet."
     table = format_threads([{"thread_id": "abc", "title": None}])
     assert "abc" in table and "(untitled)" in table
