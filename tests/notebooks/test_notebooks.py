@@ -86,7 +86,21 @@ def test_03_workspace_and_files(tmp_path):
         client.close()
 
 
-@pytest.mark.parametrize("name", ["01_quickstart", "02_human_in_the_loop", "03_workspace_and_files"])
+def test_05_kernel_data(tmp_path):
+    import nbformat
+    from nbclient import NotebookClient
+
+    check_nbval("05_kernel_data", tmp_path)
+    work = tmp_path / "nb"
+    replay = nbformat.read(work / "replay.ipynb", as_version=4)
+    assert (work / "deerflow_files" / "uploads" / "sales.parquet").is_file()
+    NotebookClient(replay, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(work)}}).execute()
+    lines = (work / "deerflow_files" / "outputs" / "by_region.csv").read_text().splitlines()
+    assert lines[0] == "region,units,revenue" and lines[1] == "East,34,491.0"
+
+
+@pytest.mark.parametrize("name", ["01_quickstart", "02_human_in_the_loop", "03_workspace_and_files",
+                                  "05_kernel_data"])
 def test_notebooks_are_stored_without_outputs(name):
     import nbformat
 
