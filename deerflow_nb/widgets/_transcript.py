@@ -102,6 +102,10 @@ class Transcript:
         self._errors += 1
         return self._add({"kind": kind, "id": f"{kind}-{self._errors}", "text": text})
 
+    def add_notice(self, text: str) -> dict[str, Any]:
+        """Show an informational line (e.g. a file loaded into a notebook variable)."""
+        return self._add({"kind": "notice", "id": f"notice-{len(self.items)}", "text": text})
+
     def pending_request(self) -> dict[str, Any] | None:
         """The unanswered input-request item, if any."""
         for item in reversed(self.items):

@@ -45,13 +45,18 @@ function dfSubagentCard(item) {
     item.message ? dfEl("pre", {}, item.message) : null);
 }
 
-function dfFileCard(file) {
+// "load" is given inside a live view: a button that puts the file into a kernel variable (thread.load)
+function dfFileCard(file, load) {
   const card = dfEl("div", { class: "dfw-card dfw-file", "data-path": file.path });
   const size = file.size >= 1024 ? `${(file.size / 1024).toFixed(1)} KiB` : `${file.size} B`;
   const link = file.data_url
     ? dfEl("a", { href: file.data_url, download: file.name, title: "download" }, `↓ ${file.name}`)
     : dfEl("span", {}, file.name);
-  card.append(dfEl("div", { class: "dfw-file-head" }, link, ` · ${file.mime} · ${size}`, file.note ? ` · ${file.note}` : ""));
+  const loader = load ? dfEl("button", { class: "dfw-load", title: "thread.load(path) into a notebook variable" },
+    "Load into variable") : null;
+  if (loader) loader.addEventListener("click", () => load(file));
+  card.append(dfEl("div", { class: "dfw-file-head" }, link, ` · ${file.mime} · ${size}`, file.note ? ` · ${file.note}` : "",
+    loader ? " " : "", loader));
   if (file.error) card.append(dfEl("div", { class: "dfw-error" }, file.error));
   if (file.kind === "image") card.append(dfEl("img", { src: file.data_url, alt: file.name }));
   if (file.kind === "table" && file.rows && file.rows.length) {
@@ -127,6 +132,13 @@ function render({ model, el }) {
 
   // Items are re-rendered in place by id; an assistant item only re-parses its own text.
   const nodes = new Map();
+  // "Load into variable" on a presented file: the kernel runs thread.load(path) into the name given
+  const loadFile = (file) => {
+    const stem = String(file.name || "data").replace(/\.[^.]*$/, "").replace(/[^A-Za-z0-9_]/g, "_");
+    const suggested = /^[A-Za-z_]/.test(stem) ? stem : `f_${stem}`;
+    const name = globalThis.prompt ? globalThis.prompt("Load into the notebook variable:", suggested) : suggested;
+    if (name) model.send({ kind: "load", path: file.path, name: name.trim() });
+  };
   const fileBoxes = new Map(); // anchor item id -> the files presented by that call
   const renderItem = (item) => {
     switch (item.kind) {
@@ -153,6 +165,7 @@ function render({ model, el }) {
         onSkip: () => model.send({ kind: "skip", tool_call_id: item.id }) });
       case "error": return dfEl("div", { class: "dfw-msg dfw-error", role: "alert" }, "⚠ ", item.text);
       case "stopped": return dfEl("div", { class: "dfw-msg dfw-stopped" }, "⏹ ", item.text);
+      case "notice": return dfEl("div", { class: "dfw-msg dfw-stopped dfw-loaded" }, "✔ ", item.text);
       default: return dfEl("div", {}, JSON.stringify(item));
     }
   };
@@ -240,9 +253,10 @@ function render({ model, el }) {
     }
     fileBoxes.clear();
     for (const [anchor, group] of byAnchor) {
-      fileBoxes.set(anchor, dfEl("div", { class: "dfw-turn-files", "data-anchor": anchor }, group.map(dfFileCard)));
+      fileBoxes.set(anchor, dfEl("div", { class: "dfw-turn-files", "data-anchor": anchor },
+        group.map((f) => dfFileCard(f, loadFile))));
     }
-    files.replaceChildren(...loose.map(dfFileCard));
+    files.replaceChildren(...loose.map((f) => dfFileCard(f, loadFile)));
     drawItems();
   };
   // agent.ui(): this user's threads (open, rename, delete, new) and the model picker

@@ -191,6 +191,24 @@ class ChatWidget(DeerFlowWidget):
         card.update(answered=True, answer_text=str(message.content), error="")
         return self._launch(message, {})
 
+    def load_into(self, path: str, name: str, namespace: dict[str, Any] | None = None) -> Any:
+        """``thread.load(path)`` into the variable ``name`` (of the notebook's namespace by default).
+
+        What the chat's *Load into variable* button on a presented file does; a line in the chat
+        says what was loaded. Raises :class:`UsageError` for a name that is not an identifier.
+        """
+        import keyword
+
+        if not name.isidentifier() or keyword.iskeyword(name):
+            raise UsageError(f"{name!r} is not a valid Python variable name")
+        if namespace is None:
+            namespace = _user_namespace()
+        value = self.thread.load(path)
+        namespace[name] = value
+        self._transcript.add_notice(f"Loaded {path} into `{name}` ({type(value).__name__}).")
+        self._push()
+        return value
+
     def skip(self, *, tool_call_id: str | None = None) -> Task:
         """Skip the open question: the run continues and the agent proceeds on stated assumptions."""
         card = self._transcript.pending_request()
@@ -409,7 +427,7 @@ class ChatWidget(DeerFlowWidget):
     def _on_front_end_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
         """Front-end messages (errors are shown, not raised).
 
-        ``send``, ``stop``, ``respond``, ``skip``, ``ping``; with a thread list also
+        ``send``, ``stop``, ``respond``, ``skip``, ``ping``, ``load``; with a thread list also
         ``open_thread``, ``new_thread``, ``rename_thread``, ``delete_thread``, ``set_model``
         and ``refresh_threads``.
         """
@@ -441,6 +459,8 @@ class ChatWidget(DeerFlowWidget):
                 self.set_model(content.get("model_name"))
             elif kind == "refresh_threads":
                 self.refresh_threads()
+            elif kind == "load":
+                self.load_into(str(content.get("path", "")), str(content.get("name", "")))
         except Exception as exc:  # a button must never fail silently
             card = self._transcript.pending_request()
             if not (kind == "respond" and card is not None and card["error"] == str(exc)):
@@ -471,6 +491,16 @@ def _active_run(thread: Any) -> Any:
         return active()
     except Exception:  # e.g. a thread that does not exist yet: nothing to reattach to
         return None
+
+
+def _user_namespace() -> dict[str, Any]:
+    """The notebook's variables (IPython's ``user_ns``); a clear error outside a kernel."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None:
+        raise UsageError("Load into variable needs an IPython kernel; use thread.load(path) instead")
+    return shell.user_ns
 
 
 def _before_run(state: Mapping[str, Any], run_id: str | None) -> Mapping[str, Any]:

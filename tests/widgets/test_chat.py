@@ -323,3 +323,31 @@ def test_skip_and_ping_and_answered_elsewhere(make_agent, comm_log):
     front_end_send(chat, {"kind": "ping"})
     chat.wait(30)
     assert chat.status == "idle" and chat.items[-1]["answered"]
+
+
+def test_load_into_variable_puts_a_presented_file_into_the_notebook(make_agent, comm_log, monkeypatch):
+    import IPython
+    import pandas as pd
+
+    from deerflow_nb.widgets import chat as chat_module
+
+    agent = make_agent(write_and_present())
+    chat = agent.thread().ui("write the csv")
+    chat.wait(30)
+    path = chat.files[0]["path"]
+    namespace: dict = {}
+    value = chat.load_into(path, "hello", namespace)
+    assert isinstance(value, pd.DataFrame) and value.to_dict("list") == {"a": [1], "b": [2]}
+    assert namespace["hello"] is value
+    assert chat.items[-1]["kind"] == "notice" and "`hello` (DataFrame)" in chat.items[-1]["text"]
+    # the button: a front-end message, into the kernel's user namespace
+    user_ns: dict = {}
+    monkeypatch.setattr(chat_module, "_user_namespace", lambda: user_ns)
+    front_end_send(chat, {"kind": "load", "path": path, "name": "df2"})
+    assert isinstance(user_ns["df2"], pd.DataFrame)
+    front_end_send(chat, {"kind": "load", "path": path, "name": "not a name"})
+    assert "not a valid Python variable name" in chat.items[-1]["text"] and "not a name" not in user_ns
+    monkeypatch.undo()
+    assert IPython.get_ipython() is None  # outside a kernel the button says what to do instead
+    front_end_send(chat, {"kind": "load", "path": path, "name": "df3"})
+    assert "needs an IPython kernel" in chat.items[-1]["text"]
