@@ -185,11 +185,11 @@ def test_table_command_matches_pandas(sales: Path, tmp_path: Path, run):
                  "--top", "2", cwd=tmp_path)
     totals = (df.revenue * df.units).groupby(df.region).sum().sort_values(ascending=False)
     lines = result.stdout.splitlines()
-    assert lines[1:3] == [f"1. {totals.index[0]}: {int(totals.iloc[0])}", f"2. {totals.index[1]}: {int(totals.iloc[1])}"]
-    assert lines[-1] == f"(all region values together: sum {int((df.revenue * df.units).sum())})"
+    assert lines[0] == f"overall sum: {int((df.revenue * df.units).sum())}"
+    assert lines[2:] == [f"1. {totals.index[0]}: {int(totals.iloc[0])}", f"2. {totals.index[1]}: {int(totals.iloc[1])}"]
     # "total_units" means units; a count needs no value column
     counted = run("data-analysis", "table.py", "group", sales, "--by", "region", "--value", "rows", cwd=tmp_path)
-    assert counted.stdout.splitlines()[-1] == f"(all region values together: count {len(df)})"
+    assert counted.stdout.splitlines()[0] == f"overall count: {len(df)}"
     assert run("data-analysis", "table.py", "stats", sales, "--column", "total_units",
                cwd=tmp_path).stdout.endswith(f"units: count {len(df)}, sum {df.units.sum()}, "
                                              f"mean {df.units.mean():.2f}, min 0, max 6\n")

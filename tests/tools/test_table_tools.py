@@ -38,8 +38,8 @@ def test_table_stats_and_group_report_exact_numbers(sandbox, context):
     assert stats.status == "success" and "3 rows, 3 columns" in stats.content
     assert "units: count 3, sum 10, mean 3.33, min 2, max 5" in stats.content
     grouped = _call(table_group_tool(), context, path=f"{UP}/s.csv", by="region", value="units*price")
-    assert grouped.content.splitlines() == ["sum of units*price by region (largest first):", "1. n: 10.50", "2. s: 6",
-                                            "(all region values together: sum 16.50)"]
+    assert grouped.content.splitlines() == ["overall sum: 16.50", "sum of units*price by region (largest first):",
+                                            "1. n: 10.50", "2. s: 6"]
 
 
 def test_a_failing_command_is_an_error_result_with_its_message(sandbox, context):

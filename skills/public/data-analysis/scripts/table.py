@@ -109,13 +109,13 @@ def group(df, by: str, value: str, agg: str, top: int | None) -> tuple[str, list
     return title, [(str(k), fmt(v)) for k, v in grouped.items()], fmt(total), agg
 
 
-def group_text(title: str, rows: list[tuple[str, str]], total: str, agg: str, by: str) -> str:
+def group_text(title: str, rows: list[tuple[str, str]], total: str, agg: str) -> str:
     """The grouped summary as numbered lines, then the overall figure."""
-    # the groups first, the figure for all of them last and labelled as such: small models
-    # otherwise answer a per-group question with the overall figure
-    lines = [f"{title} (largest first):"]
+    # the overall figure first, the groups after it: measured on benchmarks/embedded_tasks.py, a
+    # small model then states both for a per-group question (with the overall last, or only in the
+    # heading, it answered "the total per store" with the overall alone)
+    lines = [f"overall {agg}: {total}", f"{title} (largest first):"]
     lines += [f"{i}. {key}: {val}" for i, (key, val) in enumerate(rows, 1)]
-    lines.append(f"(all {by} values together: {agg} {total})")
     return "\n".join(lines)
 
 
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         print(stats(df, args.data, args.column))
     elif args.command == "group":
         title, rows, total, agg = group(df, args.by, args.value, args.agg, args.top)
-        print(group_text(title, rows, total, agg, args.by))
+        print(group_text(title, rows, total, agg))
     if args.command != "report":
         if args.report:
             by, value = (args.by, args.value) if args.command == "group" else (None, None)
