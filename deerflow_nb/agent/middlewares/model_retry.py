@@ -169,6 +169,14 @@ class ModelRetryMiddleware(_LangChainModelRetry):
         except Exception:  # outside a graph run there is no stream
             pass
 
+    def _retry_delay(self, exc: Exception, attempt: int) -> float | None:
+        """The announced wait before retrying ``exc``, or ``None`` when it is not retried."""
+        if not self._should_retry(exc, attempt):
+            return None
+        delay = self.delay_for(exc, attempt)
+        self._announce(exc, attempt, delay)
+        return delay
+
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> Any:
         """Call the model; retry transient failures after a (blocking) wait."""
         attempt = 0
@@ -178,10 +186,9 @@ class ModelRetryMiddleware(_LangChainModelRetry):
             except GraphBubbleUp:
                 raise
             except Exception as exc:
-                if not self._should_retry(exc, attempt):
+                delay = self._retry_delay(exc, attempt)
+                if delay is None:
                     raise
-                delay = self.delay_for(exc, attempt)
-                self._announce(exc, attempt, delay)
                 if delay > 0:
                     self.sleep(delay)
                 attempt += 1
@@ -196,9 +203,8 @@ class ModelRetryMiddleware(_LangChainModelRetry):
             except GraphBubbleUp:
                 raise
             except Exception as exc:
-                if not self._should_retry(exc, attempt):
+                delay = self._retry_delay(exc, attempt)
+                if delay is None:
                     raise
-                delay = self.delay_for(exc, attempt)
-                self._announce(exc, attempt, delay)
                 await self.asleep(delay)
                 attempt += 1
