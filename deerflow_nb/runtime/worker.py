@@ -96,19 +96,18 @@ async def execute_run(
         logger.warning("run %s failed (%s): %s", context.run_id, error["stop_reason"], error["message"])
         logger.debug("run %s failure", context.run_id, exc_info=exc)
         yield StreamEvent("error", error)
-        yield StreamEvent("end", {"run_id": context.run_id, "status": "error", "usage": converter.usage(),
-                                  "usage_by_model": context.extra.get("token_usage", {}),
-                                  "stop_reason": error["stop_reason"], "pending_input": None})
-        return
+        status = "error"
+    else:
+        status = "success"
     yield StreamEvent(
         "end",
         {
             "run_id": context.run_id,
-            "status": "success",
+            "status": status,
             "usage": converter.usage(),
             "usage_by_model": context.extra.get("token_usage", {}),
             "stop_reason": context.extra.get("stop_reason"),
-            "pending_input": converter.pending_input(),
+            "pending_input": converter.pending_input() if status == "success" else None,
         },
     )
 
