@@ -12,6 +12,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from deerflow_nb.runtime.serialize import message_text
+
 __all__ = ["NOTEBOOK_ROOT", "build_cells", "notebook_json"]
 
 NOTEBOOK_ROOT = "deerflow_files"
@@ -26,14 +28,6 @@ def _cell(kind: str, source: str) -> dict[str, Any]:
     if kind == "code":
         cell.update(execution_count=None, outputs=[])
     return cell
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content blocks
-        return "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
-    return ""
 
 
 def _tool_cell(name: str, args: dict[str, Any], root: str) -> dict[str, Any] | None:
@@ -80,7 +74,7 @@ def build_cells(messages: Sequence[Any], *, run_id: str | None = None, root: str
             current = extra.get("run_id", current)
             if run_id is not None and current != run_id:
                 continue
-            text = _DATA_BLOCK.sub("", _text(message.content)).strip()
+            text = _DATA_BLOCK.sub("", message_text(message)).strip()
             if text and not extra.get("human_input_response"):
                 cells.append(_cell("markdown", "**User:** " + text))
             continue
@@ -88,7 +82,7 @@ def build_cells(messages: Sequence[Any], *, run_id: str | None = None, root: str
             continue
         if kind != "ai":
             continue
-        text = _text(message.content).strip()
+        text = message_text(message).strip()
         if text:
             cells.append(_cell("markdown", text))
         for call in getattr(message, "tool_calls", None) or []:
