@@ -6,13 +6,13 @@ import asyncio
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
-from deerflow_nb.client.backend import RunOutcome, failure_of
+from deerflow_nb.client.backend import RunOutcome
 from deerflow_nb.runtime.events import StreamEvent
 
 if TYPE_CHECKING:
     from deerflow_nb.client.backend import Backend
 
-__all__ = ["Run", "failure_of"]
+__all__ = ["Run"]
 
 
 class Run:
