@@ -10,6 +10,7 @@ server whose process started this kernel). ``RemoteDeerFlow``, ``RemoteThread`` 
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from collections.abc import Mapping
@@ -65,6 +66,7 @@ def message_from_dict(data: Mapping[str, Any]) -> BaseMessage:
     return cls(**kwargs)
 
 
+@functools.cache
 def _remote_deerflow() -> type:
     from deerflow_nb.client.facade import DeerFlow
     from deerflow_nb.client.http import HttpBackend
