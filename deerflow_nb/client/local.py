@@ -27,7 +27,7 @@ __all__ = ["LocalBackend"]
 
 _KEEP_RECORDS = 256
 
-#: The gateway answers that need no I/O beyond local files (called on the loop directly).
+#: The synchronous gateway answers (local file work only): run in a worker thread, off the loop.
 _SYNC_GATEWAY = frozenset({"list_models", "get_model", "list_skills", "get_skill", "update_skill",
                            "uninstall_skill", "get_memory", "reload_memory", "get_memory_config",
                            "get_memory_status", "get_mcp_config"})
@@ -97,7 +97,7 @@ class LocalBackend:
             self._records.popitem(last=False)
         return record.run_id
 
-    async def _record(self, run_id: str) -> RunRecord | None:
+    def _record(self, run_id: str) -> RunRecord | None:
         return self._records.get(run_id) or self.runtime.runs.local(run_id)
 
     async def run_batches(self, thread_id: str, run_id: str, start: int) -> AsyncIterator[list[StreamEvent]]:
@@ -112,7 +112,7 @@ class LocalBackend:
 
     async def wait_run(self, thread_id: str, run_id: str) -> RunOutcome:
         """Wait on the run's record; its outcome."""
-        record = await self._record(run_id)
+        record = self._record(run_id)
         if record is None:
             info = await self.runtime.runs.get(run_id, self.user_id)
             if info is None:
@@ -126,7 +126,7 @@ class LocalBackend:
 
     async def run_status(self, thread_id: str, run_id: str) -> str:
         """The run's status."""
-        record = await self._record(run_id)
+        record = self._record(run_id)
         if record is not None:
             return record.status
         info = await self.runtime.runs.get(run_id, self.user_id)
