@@ -296,11 +296,9 @@ class Runtime:
             except Exception as exc:  # recovery goes on without the text
                 logger.warning("could not read the partial answer of run %s: %s", run_id, exc)
                 partial = {}
-            try:
-                await mark_interrupted(graph, self.runs.recovered[run_id], run_id,
-                                       reason="orphan_recovered", partial_texts=partial)
-            except Exception as exc:  # the run is recovered; its thread just lacks the marker
-                logger.warning("could not mark the thread of recovered run %s: %s", run_id, exc)
+            # logs its own failure: the run is recovered, its thread just lacks the marker
+            await mark_interrupted(graph, self.runs.recovered[run_id], run_id,
+                                   reason="orphan_recovered", partial_texts=partial)
 
     async def aclose(self) -> None:
         """Cancel active runs, close the database and release sandboxes."""
