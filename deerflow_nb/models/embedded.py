@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import threading
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any, Literal
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
@@ -223,19 +223,27 @@ class EmbeddedChatModel(BaseChatModel):
             return [first.model_copy(update={"content": merged}), *messages[1:]]
         return [SystemMessage(content=text), *messages]
 
-    def _snapshots(self) -> Any:
-        server = self._server
-        return server.snapshots if server is not None else None
+    def _snapshot_work(self, prepared: list[BaseMessage], *, after: bool) -> Callable[[], Any] | None:
+        """The blocking prefix-snapshot step still due for this request, or ``None`` (checked without I/O).
 
-    def _before_request(self, prepared: list[BaseMessage]) -> None:
-        """(Blocking) before this process's first request: restore the prefix snapshot, if any."""
-        if (snapshots := self._snapshots()) is not None and prepared and isinstance(prepared[0], SystemMessage):
-            snapshots.restore(prepared[0].text)
+        Before the process's first request the snapshot is restored; after a request it is saved once
+        per prefix (see :mod:`.prefix_cache`). Later requests have nothing to do, so they take no hop.
+        """
+        snapshots = self._server.snapshots if self._server is not None else None
+        if snapshots is None or not prepared or not isinstance(prepared[0], SystemMessage):
+            return None
+        prefix = prepared[0].text
+        if after:
+            return (lambda: snapshots.save(prefix)) if snapshots.save_due(prefix) else None
+        return None if snapshots.restored else (lambda: snapshots.restore(prefix))
 
-    def _after_request(self, prepared: list[BaseMessage]) -> None:
-        """(Blocking) after a request: snapshot the prefix once per machine (see :mod:`.prefix_cache`)."""
-        if (snapshots := self._snapshots()) is not None and prepared and isinstance(prepared[0], SystemMessage):
-            snapshots.save(prepared[0].text)
+    def _snapshot_step(self, prepared: list[BaseMessage], *, after: bool) -> None:
+        if (work := self._snapshot_work(prepared, after=after)) is not None:
+            work()
+
+    async def _asnapshot_step(self, prepared: list[BaseMessage], *, after: bool) -> None:
+        if (work := self._snapshot_work(prepared, after=after)) is not None:
+            await asyncio.to_thread(work)
 
     def _fix_result(
         self, result: ChatResult, names: frozenset[str], messages: list[BaseMessage]
@@ -266,10 +274,10 @@ class EmbeddedChatModel(BaseChatModel):
         names = tool_names_from_kwargs(kwargs)
         prepared, kwargs = self._prepare(messages, names, kwargs)
         inner = self.ensure_started()
-        self._before_request(prepared)
+        self._snapshot_step(prepared, after=False)
         # The inner model runs without callbacks: this model reports the (filtered) run itself.
         result, retry = self._fix_result(inner._generate(prepared, stop=stop, **kwargs), names, messages)
-        self._after_request(prepared)
+        self._snapshot_step(prepared, after=True)
         if retry:
             return inner._generate(prepared, stop=stop, **_without_tools(kwargs))
         return result
@@ -284,11 +292,9 @@ class EmbeddedChatModel(BaseChatModel):
         names = tool_names_from_kwargs(kwargs)
         prepared, kwargs = self._prepare(messages, names, kwargs)
         inner = await self._ainner()
-        if self._snapshots() is not None:
-            await asyncio.to_thread(self._before_request, prepared)
+        await self._asnapshot_step(prepared, after=False)
         first = await inner._agenerate(prepared, stop=stop, **kwargs)
-        if self._snapshots() is not None:
-            await asyncio.to_thread(self._after_request, prepared)
+        await self._asnapshot_step(prepared, after=True)
         result, retry = self._fix_result(first, names, messages)
         if retry:
             return await inner._agenerate(prepared, stop=stop, **_without_tools(kwargs))
@@ -304,14 +310,14 @@ class EmbeddedChatModel(BaseChatModel):
         names = tool_names_from_kwargs(kwargs)
         prepared, kwargs = self._prepare(messages, names, kwargs)
         inner = self.ensure_started()
-        self._before_request(prepared)
+        self._snapshot_step(prepared, after=False)
         flt = ChunkFilter(names, first_only=True)
         report = _progress_reporter()
         for chunk in inner._stream(prepared, stop=stop, **kwargs):
             report(chunk)
             if (out := flt.process(chunk)) is not None:
                 yield _reported(out, run_manager)
-        self._after_request(prepared)
+        self._snapshot_step(prepared, after=True)
         tail = flt.finish()
         repeated = not flt.native_calls and only_repeats(flt.recovered_calls, messages)
         if repeated and not (flt.shown_text or tail.strip()):
@@ -332,16 +338,14 @@ class EmbeddedChatModel(BaseChatModel):
         names = tool_names_from_kwargs(kwargs)
         prepared, kwargs = self._prepare(messages, names, kwargs)
         inner = await self._ainner()
-        if self._snapshots() is not None:
-            await asyncio.to_thread(self._before_request, prepared)
+        await self._asnapshot_step(prepared, after=False)
         flt = ChunkFilter(names, first_only=True)
         report = _progress_reporter()
         async for chunk in inner._astream(prepared, stop=stop, **kwargs):
             report(chunk)
             if (out := flt.process(chunk)) is not None:
                 yield await _areported(out, run_manager)
-        if self._snapshots() is not None:
-            await asyncio.to_thread(self._after_request, prepared)
+        await self._asnapshot_step(prepared, after=True)
         tail = flt.finish()
         repeated = not flt.native_calls and only_repeats(flt.recovered_calls, messages)
         if repeated and not (flt.shown_text or tail.strip()):
@@ -381,12 +385,10 @@ def _progress_reporter(every: int = 8) -> Any:
 
 def _without_tools(kwargs: dict[str, Any]) -> dict[str, Any]:
     """The request options with the tools, and any tool-call grammar, removed."""
-    out = {key: value for key, value in kwargs.items() if key not in TOOL_KWARGS}
-    extra = out.get("extra_body")
-    if isinstance(extra, dict) and "grammar" in extra:
-        out["extra_body"] = {k: v for k, v in extra.items() if k != "grammar"} or None
-        if out["extra_body"] is None:
-            del out["extra_body"]
+    out = {key: value for key, value in kwargs.items() if key not in TOOL_KWARGS and key != "extra_body"}
+    extra = {key: value for key, value in (kwargs.get("extra_body") or {}).items() if key != "grammar"}
+    if extra:
+        out["extra_body"] = extra
     return out
 
 

@@ -61,14 +61,21 @@ class PrefixSnapshots:
         self.runtime_version = runtime_version or _runtime_version()
         self.timeout = timeout
         self._lock = threading.Lock()
-        self._restored = False  # only before the first request of this server
+        self.restored = False  # tried (only before the first request of this server)
         self._saved: set[str] = set()
+        self._paths: dict[str, Path] = {}
         self.last_restore: str | None = None  # "restored", "missing" or "failed" (for benchmarks and tests)
 
     def path(self, prefix: str) -> Path:
         """Where the snapshot of ``prefix`` lives."""
-        key = snapshot_key(self.weights_id, self.runtime_version, self.n_ctx, prefix)
-        return self.directory / f"prefix-{key}.bin"
+        if (found := self._paths.get(prefix)) is None:
+            key = snapshot_key(self.weights_id, self.runtime_version, self.n_ctx, prefix)
+            found = self._paths[prefix] = self.directory / f"prefix-{key}.bin"
+        return found
+
+    def save_due(self, prefix: str) -> bool:
+        """Whether :meth:`save` may still have work for ``prefix`` (no I/O: callers skip the hop if not)."""
+        return self.path(prefix).name not in self._saved
 
     def _slot(self, action: str, filename: str) -> None:
         post = self._client.post if self._client is not None else httpx.post
@@ -80,9 +87,9 @@ class PrefixSnapshots:
     def restore(self, prefix: str) -> bool:
         """Before the server's first request: load the snapshot of ``prefix`` if there is one."""
         with self._lock:
-            if self._restored:
+            if self.restored:
                 return False
-            self._restored = True
+            self.restored = True
             target = self.path(prefix)
             if not target.is_file():
                 self.last_restore = "missing"

@@ -48,8 +48,11 @@ def test_key_changes_with_every_input():
 def test_saved_once_atomically_then_restored_by_the_next_process(snaps):
     fake = FakeSlots(snaps)
     first = _snapshots(snaps, fake)
+    assert first.restored is False and first.save_due("SYSTEM")  # the model hops off the loop only then
     assert first.restore("SYSTEM") is False and first.last_restore == "missing"
+    assert first.restored is True
     assert first.save("SYSTEM") is True
+    assert not first.save_due("SYSTEM")  # later requests take no worker-thread hop
     assert first.save("SYSTEM") is False  # once per prefix
     target = first.path("SYSTEM")
     assert target.is_file() and [p.name for p in snaps.iterdir()] == [target.name]  # temp name renamed
