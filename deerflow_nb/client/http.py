@@ -9,6 +9,7 @@ become the exception the server raised (:func:`deerflow_nb.errors.error_for`).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator, Mapping
@@ -295,16 +296,20 @@ class HttpBackend:
     # -- files and usage -----------------------------------------------------------------
     async def upload(self, thread_id: str, files: list[UploadSource]) -> dict[str, Any]:
         """``POST /threads/{id}/uploads`` (multipart); local paths or ``(name, bytes)`` pairs."""
-        parts = []
-        for item in files:
-            if isinstance(item, tuple):
-                name, content = item
-                parts.append(("files", (str(name), bytes(content))))
-                continue
-            path = Path(os.fspath(item)).expanduser()
-            if not path.is_file():
-                raise (UsageError if path.exists() else NotFoundError)(f"cannot upload {path}: not a file")
-            parts.append(("files", (path.name, path.read_bytes())))
+        def read() -> list[tuple[str, tuple[str, bytes]]]:
+            parts = []
+            for item in files:
+                if isinstance(item, tuple):
+                    name, content = item
+                    parts.append(("files", (str(name), bytes(content))))
+                    continue
+                path = Path(os.fspath(item)).expanduser()
+                if not path.is_file():
+                    raise (UsageError if path.exists() else NotFoundError)(f"cannot upload {path}: not a file")
+                parts.append(("files", (path.name, path.read_bytes())))
+            return parts
+
+        parts = await asyncio.to_thread(read)  # file reads stay off the client's loop
         response = await self.http.post(f"/threads/{thread_id}/uploads", files=parts)
         raise_for(response)
         return dict(response.json())
@@ -346,9 +351,10 @@ class HttpBackend:
     async def install_skill(self, archive: str | os.PathLike[str]) -> dict[str, Any]:
         """``POST /skills/install`` (multipart ``file``)."""
         path = Path(os.fspath(archive)).expanduser()
-        if not path.is_file():
+        if not await asyncio.to_thread(path.is_file):
             raise NotFoundError(f"skill archive {path} not found")
-        response = await self.http.post("/skills/install", files=[("file", (path.name, path.read_bytes()))])
+        content = await asyncio.to_thread(path.read_bytes)
+        response = await self.http.post("/skills/install", files=[("file", (path.name, content))])
         raise_for(response)
         return dict(response.json())
 
