@@ -2,7 +2,7 @@
 
 The ``small`` profile is what the embedded 1.5B model needs to finish real notebook tasks:
 
-- a compact system prompt (:data:`SMALL_PROMPT`, about 100 tokens, byte-stable: nothing in it
+- a compact system prompt (:data:`SMALL_PROMPT`, about 110 tokens, byte-stable: nothing in it
   changes per run, so llama.cpp's prefix snapshot stays valid);
 - a reduced tool set (:func:`small_profile_tools`): the table tools that run the data skill's
   deterministic commands, ``bash`` and ``present_files``; no ``ask_clarification``,
@@ -22,10 +22,9 @@ from langchain_core.tools import BaseTool
 
 from deerflow_nb.config.schema import AppConfig
 
-__all__ = ["PROFILES", "SMALL_PROMPT", "Profile", "model_profile", "small_profile_tools"]
+__all__ = ["SMALL_PROMPT", "Profile", "model_profile", "small_profile_tools"]
 
 Profile = Literal["normal", "small"]
-PROFILES: tuple[Profile, ...] = ("normal", "small")
 
 SMALL_PROMPT = """\
 You are DeerFlow, a data assistant in a Jupyter notebook, working in a sandbox.

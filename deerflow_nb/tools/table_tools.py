@@ -25,11 +25,10 @@ from deerflow_nb.tools.common import Reply, Runtime, get_sandbox, make_tool, rep
 from deerflow_nb.tools.meta import normalize_tool_result
 from deerflow_nb.tools.present_files import OUTPUTS_DIR
 
-__all__ = ["TABLE_SCRIPT", "TABLE_TOOL_NAMES", "requested_report", "table_group_tool", "table_stats_tool"]
+__all__ = ["TABLE_SCRIPT", "requested_report", "table_group_tool", "table_stats_tool"]
 
 #: The skill command the tools run (a virtual path: every sandbox mounts the public skills there).
 TABLE_SCRIPT = "/mnt/skills/public/data-analysis/scripts/table.py"
-TABLE_TOOL_NAMES = ("table_stats", "table_group")
 
 Agg = Literal["sum", "mean", "count", "min", "max", "median"]
 DataPath = Annotated[str, Field(description="A data file, e.g. /mnt/user-data/uploads/data.csv")]
