@@ -32,14 +32,23 @@ class _RunHandler(DeerFlowHandler):
             self._on_close()
         super().on_connection_close()
 
+    async def _check_thread(self, thread_id: str) -> None:
+        """404 unless the requesting user has the thread."""
+        store = await self.service.call(self.service.engine.store())
+        await self.service.call(store.threads.get(thread_id, self.user_id))
+
+    def _stream_modes(self) -> list[str] | None:
+        """``?stream_mode=`` (repeatable) normalised; ``None`` for none given."""
+        modes_arg = [m for m in self.get_query_arguments("stream_mode") if m]  # the SDK sends "" for none
+        return normalize_stream_modes(modes_arg) if modes_arg else None
+
     async def _start(self, thread_id: str, body: RunCreateRequest) -> RunRecord:
         if body.assistant_id not in {"lead_agent", "agent"}:  # LangGraph answers an unknown assistant with 422
             raise http_error(422, f"assistant_id: assistant {body.assistant_id!r} not found",
                              "Unprocessable Entity")
         engine = self.service.engine
         if body.if_not_exists == "reject":
-            store = await self.service.call(engine.store())
-            await self.service.call(store.threads.get(thread_id, self.user_id))
+            await self._check_thread(thread_id)
         try:
             message = convert_to_messages(body.input.messages)[0]
         except (ValueError, NotImplementedError, KeyError) as exc:
@@ -96,8 +105,7 @@ class ThreadRunsHandler(_RunHandler):
     @api_method
     async def get(self, thread_id: str) -> None:
         """The thread's runs, newest first (``?limit``, ``?offset``, ``?status``)."""
-        store = await self.service.call(self.service.engine.store())
-        await self.service.call(store.threads.get(thread_id, self.user_id))
+        await self._check_thread(thread_id)
         limit = self.query_int("limit", 10, ge=1, le=1000)
         offset = self.query_int("offset", 0, ge=0, le=1_000_000)
         status = self.query_choice("status", None, ("pending", "running", "success", "error", "timeout",
@@ -226,8 +234,7 @@ class RunJoinStreamHandler(_RunLookup):
     async def get(self, thread_id: str, run_id: str) -> None:
         """Stream from after ``Last-Event-ID`` (or what is retained)."""
         await self._run(thread_id, run_id)
-        modes_arg = [m for m in self.get_query_arguments("stream_mode") if m]  # the SDK sends "" for none
-        modes = normalize_stream_modes(modes_arg) if modes_arg else None
+        modes = self._stream_modes()
         cancel = self.query_choice("cancel_on_disconnect", "false", ("true", "false", "1", "0")) in {"1", "true"}
         await stream_run(self, run_id=run_id, thread_id=thread_id, modes=modes,
                          last_event_id=self.request.headers.get("Last-Event-ID") or None,
@@ -242,10 +249,8 @@ class ThreadStreamHandler(_RunHandler):
     @api_method
     async def get(self, thread_id: str) -> None:
         """The active run's events from now on (``?stream_mode=``, ``Last-Event-ID``)."""
-        store = await self.service.call(self.service.engine.store())
-        await self.service.call(store.threads.get(thread_id, self.user_id))
-        modes_arg = [m for m in self.get_query_arguments("stream_mode") if m]
-        modes = normalize_stream_modes(modes_arg) if modes_arg else None
+        await self._check_thread(thread_id)
+        modes = self._stream_modes()
         active = self.service.engine.runs.active_run(thread_id)
         if active is None:
             self.set_header("Content-Type", "text/event-stream; charset=utf-8")
