@@ -154,9 +154,9 @@ class DeerFlowHandler(ExtensionHandlerMixin, APIHandler):
         problem = check_json(data)
         if problem:
             raise _HTTPError(422, f"invalid request body: {problem}", "Unprocessable Entity")
-        for key in ("metadata",):
-            if isinstance(data.get(key), dict) and len(dumps(data[key])) > MAX_METADATA_BYTES:
-                raise _HTTPError(413, f"{key}: larger than {MAX_METADATA_BYTES} bytes", "Payload Too Large")
+        metadata = data.get("metadata")
+        if isinstance(metadata, dict) and len(dumps(metadata)) > MAX_METADATA_BYTES:
+            raise _HTTPError(413, f"metadata: larger than {MAX_METADATA_BYTES} bytes", "Payload Too Large")
         try:
             return model.model_validate(data, strict=True)
         except ValidationError as exc:
