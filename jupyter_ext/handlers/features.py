@@ -7,6 +7,7 @@ HTTP body equals the embedded result), scoped to the requesting user.
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -204,7 +205,7 @@ def _since(raw: str | None) -> float | None:
         value = float(raw)
     except ValueError:
         raise http_error(422, "query since: not a number (UNIX seconds)", "Unprocessable Entity") from None
-    if value != value or value in {float("inf"), float("-inf")}:
+    if not math.isfinite(value):
         raise http_error(422, "query since: not a finite number", "Unprocessable Entity")
     return value
 
@@ -217,9 +218,8 @@ class UsageHandler(DeerFlowHandler):
     @api_method
     async def get(self) -> None:
         """Token usage and cost of the requesting user's runs, overall and per model."""
-        since = self.get_query_argument("since", None)
         self.write_json(await self.service.call(self.service.gateway.usage(
-            self.user_id, self.get_query_argument("thread_id", None), _since(since))))
+            self.user_id, self.get_query_argument("thread_id", None), _since(self.get_query_argument("since", None)))))
 
 
 class ArtifactHandler(DeerFlowHandler):
