@@ -31,10 +31,10 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from deerflow_nb.agent.human_input import format_request_text
 from deerflow_nb.runtime.serialize import serialize_message
+from deerflow_nb.runtime.worker import INTERRUPTED_FLAG
 
 __all__ = ["SUBAGENT_EVENTS", "Transcript", "message_dict", "skip_message"]
 
-INTERRUPTED_FLAG = "deerflow_interrupted"  # deerflow_nb.runtime.worker.INTERRUPTED_FLAG
 TOOL_META = "deerflow_tool_meta"
 _PRESENT = "present_files"
 SUBAGENT_EVENTS = frozenset({"task_started", "task_running", "task_completed", "task_failed", "task_timed_out"})
