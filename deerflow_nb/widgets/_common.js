@@ -17,6 +17,12 @@ function dfEl(tag, attrs, ...children) {
   return node;
 }
 
+// "1.5 KiB" / "300 B"; "" for an unknown size.
+function dfSize(bytes) {
+  if (bytes === null || bytes === undefined) return "";
+  return bytes >= 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${bytes} B`;
+}
+
 function dfEscape(text) {
   return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
     .replace(/"/g, "&quot;").replace(/'/g, "&#39;");

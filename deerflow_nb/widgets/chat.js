@@ -48,7 +48,7 @@ function dfSubagentCard(item) {
 // "load" is given inside a live view: a button that puts the file into a kernel variable (thread.load)
 function dfFileCard(file, load) {
   const card = dfEl("div", { class: "dfw-card dfw-file", "data-path": file.path });
-  const size = file.size >= 1024 ? `${(file.size / 1024).toFixed(1)} KiB` : `${file.size} B`;
+  const size = dfSize(file.size);
   const link = file.data_url
     ? dfEl("a", { href: file.data_url, download: file.name, title: "download" }, `↓ ${file.name}`)
     : dfEl("span", {}, file.name);

@@ -81,11 +81,6 @@ function dfSplit(diff) {
   return dfEl("div", { class: "dfw-split" }, left, right);
 }
 
-function dfSize(bytes) {
-  if (bytes === null || bytes === undefined) return "";
-  return bytes >= 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${bytes} B`;
-}
-
 function render({ model, el }) {
   const root = dfEl("div", { class: "dfw-root dfw-workspace" });
   el.append(root);
