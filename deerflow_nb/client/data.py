@@ -2,8 +2,9 @@
 
 Objects in: each value of ``data={"sales": df, ...}`` is written in a faithful, pickle-free format
 (DataFrame / Series → Parquet, CSV when ``pyarrow`` is missing; NumPy arrays → ``.npy``; Matplotlib
-figures → PNG; JSON-able values → JSON) and uploaded through the backend's ordinary upload path, so
-both backends share it. The model is told what it got (name, path, type, shape, dtypes, a few rows).
+and Plotly figures → images, figure JSON and plotted data, see :mod:`deerflow_nb.client.figures`;
+JSON-able values → JSON) and uploaded through the backend's ordinary upload path, so both backends
+share it. The model is told what it got (name, path, type, shape, dtypes, a few rows), file by file.
 
 Objects out: :func:`load_object` turns ``(bytes, mime)`` from ``thread.artifact`` into a Python object
 by the file's type.
@@ -13,14 +14,16 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import io
 import json
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from deerflow_nb.client import figures
 from deerflow_nb.errors import UsageError
 
 __all__ = ["DataFile", "OUTPUTS_VIRTUAL", "UPLOADS_VIRTUAL", "encode_data", "data_note", "load_object",
@@ -55,7 +58,7 @@ class DataFile:
 
 def _refuse(name: str, reason: str) -> UsageError:
     return UsageError(f"cannot attach data {name!r}: {reason} (objects are never pickled; pass a DataFrame, "
-                      "a NumPy array, a Matplotlib figure or a JSON-able value)")
+                      "a NumPy array, a Matplotlib or Plotly figure or a JSON-able value)")
 
 
 def _module_obj(module: str, attr: str) -> Any:
@@ -97,7 +100,14 @@ def _encode_frame(name: str, frame: Any, kind: str) -> DataFile:
     return DataFile(name, f"{name}.parquet", out.getvalue(), kind, _frame_summary(frame))
 
 
-def _encode_one(name: str, obj: Any) -> DataFile:
+def _figure_files(name: str, parts: Callable[[Any], list[figures.Part]], obj: Any) -> list[DataFile]:
+    try:
+        return [DataFile(name, f"{name}{p.suffix}", p.content, p.kind, p.summary) for p in parts(obj)]
+    except ValueError as exc:
+        raise _refuse(name, str(exc)) from None
+
+
+def _encode_one(name: str, obj: Any) -> DataFile | list[DataFile]:
     frame_type, series_type = _module_obj("pandas", "DataFrame"), _module_obj("pandas", "Series")
     if frame_type is not None and isinstance(obj, frame_type):
         return _encode_frame(name, obj, "pandas.DataFrame")
@@ -118,11 +128,9 @@ def _encode_one(name: str, obj: Any) -> DataFile:
         return DataFile(name, f"{name}.npy", out.getvalue(), "numpy.ndarray", summary)
     figure = _module_obj("matplotlib.figure", "Figure")
     if figure is not None and isinstance(obj, figure):
-        out = io.BytesIO()
-        obj.savefig(out, format="png")
-        width, height = (int(v) for v in obj.get_size_inches() * obj.dpi)
-        return DataFile(name, f"{name}.png", out.getvalue(), "matplotlib Figure (PNG image)",
-                        f"{width}x{height} pixels")
+        return _figure_files(name, figures.matplotlib_parts, obj)
+    if callable(getattr(obj, "to_plotly_json", None)):
+        return _figure_files(name, figures.plotly_parts, obj)
     if isinstance(obj, dict | list | tuple | str | int | float | bool) or obj is None:
         try:
             text = json.dumps(obj, indent=2, allow_nan=False, ensure_ascii=False)
@@ -150,20 +158,32 @@ def encode_data(data: Mapping[str, Any]) -> list[DataFile]:
     """Every object of ``data`` as a :class:`DataFile`; any refusal raises before anything is uploaded."""
     if not isinstance(data, Mapping):
         raise UsageError(f"data= must be a dict of name -> object, got {type(data).__name__}")
-    files = []
+    files: list[DataFile] = []
     for name, obj in data.items():
         if not isinstance(name, str) or not _NAME.match(name):
             raise UsageError(f"invalid data name {name!r}: use letters, digits, '_', '-' or '.'")
-        files.append(_encode_one(name, obj))
+        encoded = _encode_one(name, obj)
+        files += encoded if isinstance(encoded, list) else [encoded]
+    owners: dict[str, str] = {}
+    for item in files:
+        if owners.setdefault(item.filename, item.name) != item.name:
+            raise UsageError(f"data {owners[item.filename]!r} and {item.name!r} would both write "
+                             f"{item.filename}: rename one")
     return files
 
 
 def data_note(files: list[DataFile]) -> str:
     """The block put before the user's message so the model knows what it got."""
     lines = ["<attached_data>", "The user attached these Python objects from their notebook as files:"]
+    named: set[str] = set()
     for item in files:
-        lines.append(f"- {item.name}: {item.kind} at {item.path}")
-        lines.extend(f"  {line}" for line in item.summary.splitlines())
+        if item.name in named:  # a figure's further files, under its first one
+            lines.append(f"  - also {item.kind} at {item.path}")
+            lines.extend(f"    {line}" for line in item.summary.splitlines())
+        else:
+            lines.append(f"- {item.name}: {item.kind} at {item.path}")
+            lines.extend(f"  {line}" for line in item.summary.splitlines())
+            named.add(item.name)
     lines.append("</attached_data>")
     return "\n".join(lines)
 
@@ -198,6 +218,11 @@ def load_object(path: str, content: bytes, mime: str) -> Any:
         import numpy as np
 
         return np.load(io.BytesIO(content), allow_pickle=False)
+    if path.lower().endswith(".plotly.json"):
+        if importlib.util.find_spec("plotly") is None:
+            raise UsageError(f"{path} is a Plotly figure: install plotly to load it "
+                             "(or read its JSON with thread.artifact())")
+        return figures.load_plotly(content.decode("utf-8"))
     if suffix == "json" or mime.startswith("application/json"):
         return json.loads(content.decode("utf-8"))
     if suffix == "svg" or mime.startswith("image/svg"):

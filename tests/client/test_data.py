@@ -9,10 +9,12 @@ import sys
 import matplotlib
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
+import plotly.io as pio
 import pytest
 from IPython.display import SVG, Image, Markdown
 
-from deerflow_nb.client.data import encode_data, load_object
+from deerflow_nb.client.data import data_note, encode_data, load_object
 from deerflow_nb.errors import NotFoundError, UsageError
 from tests.client.test_parity import agent  # noqa: F401  (the embedded / server parity fixture)
 
@@ -26,9 +28,13 @@ def _objects():
                           "day": pd.to_datetime(["2024-01-01", "2024-01-02", "2024-01-03"])})
     regions = pd.Series([10, 20, 30], name="total", index=pd.Index(["n", "s", "e"], name="region"))
     fig, ax = plt.subplots(figsize=(2, 2), dpi=50)
-    ax.plot([1, 2, 3])
+    ax.plot([1, 2, 3], label="trend")
+    ax.scatter([0.5, 1.5], [4.0, 5.0])
+    chart = go.Figure([go.Scatter(x=np.array([1, 2, 3]), y=np.array([0.5, 1.5, 2.5]), name="growth"),
+                       go.Bar(x=["n", "s"], y=[3, 4], name="units"),
+                       go.Heatmap(z=np.arange(6).reshape(2, 3))], layout={"title": {"text": "Sales"}})
     return {"sales": sales, "regions": regions, "matrix": np.arange(12, dtype="float32").reshape(3, 4),
-            "fig": fig, "params": {"alpha": 0.5, "tags": ["a", "b"], "n": None}, "ids": [1, 2, 3]}
+            "fig": fig, "chart": chart, "params": {"alpha": 0.5, "tags": ["a", "b"], "n": None}, "ids": [1, 2, 3]}
 
 
 def test_objects_round_trip_through_the_sandbox(agent):  # noqa: F811
@@ -40,8 +46,13 @@ def test_objects_round_trip_through_the_sandbox(agent):  # noqa: F811
     assert "- sales: pandas.DataFrame at /mnt/user-data/uploads/sales.parquet" in note
     assert "shape 3 rows x 4 columns" in note and "amount: float64" in note and "north" in note
     assert "/mnt/user-data/uploads/matrix.npy" in note and "dtype float32" in note
+    assert "- chart: Plotly figure (figure JSON) at /mnt/user-data/uploads/chart.plotly.json" in note
+    assert "3 traces (1 scatter, 1 bar, 1 heatmap); title 'Sales'" in note
+    assert "  - also plotted data (CSV) at /mnt/user-data/uploads/chart.data.csv" in note
+    assert "  - also the same figure as SVG at /mnt/user-data/uploads/fig.svg" in note
     uploaded = {f["filename"] for f in thread.uploads()["files"]}
-    assert uploaded == {"sales.parquet", "regions.parquet", "matrix.npy", "fig.png", "params.json", "ids.json"}
+    assert uploaded == {"sales.parquet", "regions.parquet", "matrix.npy", "fig.png", "fig.svg", "fig.data.csv",
+                        "chart.plotly.json", "chart.data.csv", "chart.png", "params.json", "ids.json"}
 
     outputs = {o["path"]: o for o in thread.outputs()}
     assert set(outputs) == {f"/mnt/user-data/outputs/{name}" for name in uploaded}
@@ -56,7 +67,23 @@ def test_objects_round_trip_through_the_sandbox(agent):  # noqa: F811
     image = thread.load("fig.png")
     assert isinstance(image, Image) and image.data == thread.artifact("/mnt/user-data/uploads/fig.png")[0]
     assert image.data.startswith(b"\x89PNG")
+    svg = thread.load("fig.svg")
+    assert isinstance(svg, SVG) and "<svg" in svg.data
+    plotted = thread.load("fig.data.csv")  # what the Axes hold: the line and the scatter points
+    assert plotted[["artist", "label"]].values.tolist() == [["line", "trend"]] * 3 + [["scatter", np.nan]] * 2
+    assert plotted["x"].tolist() == [0, 1, 2, 0.5, 1.5] and plotted["y"].tolist() == [1, 2, 3, 4, 5]
     plt.close(objects["fig"])
+
+    chart = thread.load("chart.plotly.json")  # the figure itself, arrays and layout included
+    assert isinstance(chart, go.Figure) and chart == objects["chart"]
+    assert np.array_equal(chart.data[2].z, objects["chart"].data[2].z)
+    traces = thread.load("chart.data.csv")  # one row per point of each trace's 1-D arrays (not the heatmap's z)
+    assert traces.columns.tolist() == ["trace", "name", "type", "x", "y"]
+    assert traces.values.tolist() == [[0, "growth", "scatter", "1", 0.5], [0, "growth", "scatter", "2", 1.5],
+                                      [0, "growth", "scatter", "3", 2.5], [1, "units", "bar", "n", 3.0],
+                                      [1, "units", "bar", "s", 4.0]]
+    rendered = thread.load("chart.png")  # kaleido with the system's Chromium
+    assert isinstance(rendered, Image) and rendered.data.startswith(b"\x89PNG")
 
 
 def test_data_is_written_once_per_digest(agent):  # noqa: F811
@@ -73,8 +100,20 @@ def test_data_is_written_once_per_digest(agent):  # noqa: F811
     assert "t: pandas.DataFrame" in thread.messages[-2].content
 
 
+class _NotAFigure:
+    def to_plotly_json(self):
+        return {"colour": "blue"}
+
+
+class _BrokenFigure:
+    def to_plotly_json(self):
+        raise RuntimeError("no figure today")
+
+
 @pytest.mark.parametrize(("value", "reason"), [
     (object(), "builtins.object has no safe file format"),
+    (_NotAFigure(), "its to_plotly_json\\(\\) is not a Plotly figure"),
+    (_BrokenFigure(), "its to_plotly_json\\(\\) failed \\(RuntimeError: no figure today\\)"),
     ({1, 2}, "builtins.set has no safe file format"),
     (np.array([{"a": 1}], dtype=object), "holds Python objects"),
     (pd.DataFrame({1: [1]}), "column names must be strings"),
@@ -142,3 +181,47 @@ def test_csv_when_pyarrow_is_missing(monkeypatch):
     assert item.filename == "t.csv" and item.path == "/mnt/user-data/uploads/t.csv"
     monkeypatch.undo()  # pandas itself reads strings through pyarrow when it has it
     pd.testing.assert_frame_equal(load_object(item.path, item.content, "text/csv"), frame)
+
+
+def test_figures_encode_to_the_same_bytes_each_time():
+    fig, ax = plt.subplots(figsize=(2, 2), dpi=50)
+    ax.plot([3, 1, 2])
+    chart = go.Figure(go.Scatter(x=[1, 2], y=[3, 4]))
+    first, second = encode_data({"fig": fig, "chart": chart}), encode_data({"fig": fig, "chart": chart})
+    assert [f.filename for f in first] == ["fig.png", "fig.svg", "fig.data.csv",
+                                           "chart.plotly.json", "chart.data.csv", "chart.png"]
+    assert [f.digest for f in first] == [f.digest for f in second]  # so a figure is uploaded once per content
+    plt.close(fig)
+
+
+def test_a_figure_with_many_points_has_no_svg():
+    fig, ax = plt.subplots(figsize=(2, 2), dpi=50)
+    ax.plot(np.arange(30_000))
+    files = encode_data({"big": fig})
+    assert [f.filename for f in files] == ["big.png", "big.data.csv"]
+    assert "no SVG (30000 points would make it large)" in data_note(files)
+    plt.close(fig)
+
+
+def test_a_plotly_figure_without_kaleido_has_no_image(monkeypatch):
+    monkeypatch.setitem(sys.modules, "kaleido", None)
+    chart = go.Figure(go.Bar(x=["a", "b"], y=[1, 2]), layout={"title": {"text": "not rendered"}})
+    files = encode_data({"chart": chart})
+    assert [f.filename for f in files] == ["chart.plotly.json", "chart.data.csv"]
+    assert "no image: kaleido is not installed" in data_note(files)
+    assert pio.from_json(files[0].content.decode()) == chart
+
+
+def test_a_trace_is_attached_as_a_figure_and_names_must_not_collide():
+    (spec, data, _png) = encode_data({"one": go.Scatter(x=[1], y=[2])})
+    assert pio.from_json(spec.content.decode()) == go.Figure(go.Scatter(x=[1], y=[2]))
+    with pytest.raises(UsageError, match="'chart' and 'chart.plotly' would both write chart.plotly.json"):
+        encode_data({"chart": go.Figure(), "chart.plotly": {"a": 1}})
+
+
+def test_loading_a_plotly_figure_needs_plotly(monkeypatch):
+    text = pio.to_json(go.Figure(go.Scatter(x=[1], y=[2])))
+    assert load_object("/o/c.plotly.json", text.encode(), "application/json") == go.Figure(go.Scatter(x=[1], y=[2]))
+    monkeypatch.setitem(sys.modules, "plotly", None)
+    with pytest.raises(UsageError, match="c.plotly.json is a Plotly figure: install plotly"):
+        load_object("/o/c.plotly.json", text.encode(), "application/json")
