@@ -65,6 +65,9 @@ class RunRow(Base):
     #: Until when (UNIX seconds, the database's clock) the owner holds the run; its process
     #: renews it while the run executes, and an expired lease marks an orphan (0002_run_leases).
     lease_expires_at: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
+    #: ``interrupt`` or ``rollback``, asked by a process that does not execute the run; the
+    #: owner's lease renewal reads it and cancels the run (0003_run_cancel_requests).
+    cancel_requested: Mapped[str | None] = mapped_column(sa.String(16), nullable=True)
 
     __table_args__ = (
         sa.Index("uq_runs_thread_active", "thread_id", unique=True,

@@ -83,6 +83,8 @@ class RunInfo:
     owner: str | None = None
     #: Until when the owner holds the run (UNIX seconds, the database's clock); ``None``: no lease.
     lease_expires_at: float | None = None
+    #: ``interrupt`` or ``rollback`` when another process asked the owner to cancel the run.
+    cancel_requested: str | None = None
 
     @classmethod
     def from_mapping(cls, row: Mapping[str, Any]) -> RunInfo:
@@ -90,7 +92,7 @@ class RunInfo:
         return cls(row["run_id"], row["thread_id"], row["user_id"], row["assistant_id"], row["status"],
                    row["multitask_strategy"], dict(row["metadata"] or {}), dict(row["kwargs"] or {}), row["error"],
                    row["stop_reason"], row["usage"], row["created_at"], row["updated_at"], row["owner"],
-                   row.get("lease_expires_at"))
+                   row.get("lease_expires_at"), row.get("cancel_requested"))
 
 
 class RunStore:
@@ -112,7 +114,8 @@ class RunStore:
                   "assistant_id": info.assistant_id, "status": status or info.status,
                   "multitask_strategy": info.multitask_strategy, "metadata": info.metadata, "kwargs": info.kwargs,
                   "error": None, "stop_reason": None, "usage": None, "owner": info.owner,
-                  "lease_expires_at": None, "created_at": info.created_at, "updated_at": info.updated_at}
+                  "lease_expires_at": None, "cancel_requested": None, "created_at": info.created_at,
+                  "updated_at": info.updated_at}
 
         def insert(conn: sa.Connection) -> None:
             raw = driver_connection(conn)
@@ -216,6 +219,23 @@ class RunStore:
         if not run_ids:
             return set()
         return await self._db.write(renew)
+
+    async def request_cancel(self, run_id: str, action: str) -> bool:
+        """Ask the process executing an active run to cancel it (``interrupt`` or ``rollback``).
+
+        Returns whether the run was still active (the request is recorded on its row).
+        """
+        stmt = (sa.update(_R).where(_R.c.run_id == run_id, _R.c.status.in_(ACTIVE_RUN_STATUSES))
+                .values(cancel_requested=action))
+        return bool(await self._db.write(lambda conn: conn.execute(stmt).rowcount))
+
+    async def cancel_requests(self, run_ids: Sequence[str]) -> dict[str, str]:
+        """Run id -> requested action, for those of ``run_ids`` another process asked to cancel."""
+        if not run_ids:
+            return {}
+        query = sa.select(_R.c.run_id, _R.c.cancel_requested).where(
+            _R.c.run_id.in_(list(run_ids)), _R.c.cancel_requested.is_not(None))
+        return await self._db.read(lambda conn: {r.run_id: r.cancel_requested for r in conn.execute(query)})
 
     async def expired(self) -> list[RunInfo]:
         """Every active run (all users) whose lease expired, or that never had one."""

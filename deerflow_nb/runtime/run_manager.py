@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import socket
@@ -53,6 +54,7 @@ class CancelOutcome(StrEnum):
     CANCELLED = "cancelled"  # cancelled here
     NOT_CANCELLABLE = "not_cancellable"  # already finished
     NOT_ACTIVE_LOCALLY = "not_active_locally"  # active, but executed by another process
+    REQUESTED = "requested"  # executed by another process: asked it, through the database, to cancel
     UNKNOWN = "unknown"  # no such run (for this user)
 
 
@@ -148,6 +150,10 @@ class RunManager:
         self._active: dict[str, RunRecord] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._max_finished = max_finished
+        #: How often a run executed by another process is re-read while this one waits on it.
+        self.poll_seconds = 0.5
+        #: Cancellations other processes asked for, in progress here (run id -> task).
+        self._requested: dict[str, asyncio.Task[None]] = {}
 
     def attach(self, runs: RunStore | None, threads: ThreadStore | None) -> None:
         """Connect the durable stores (once persistence is open)."""
@@ -321,7 +327,10 @@ class RunManager:
                 return CancelOutcome.UNKNOWN
             if stored.status in TERMINAL_STATUSES:
                 return CancelOutcome.NOT_CANCELLABLE
-            return CancelOutcome.NOT_ACTIVE_LOCALLY
+            # executed by another process: its lease renewal reads the request and cancels the run
+            if self._runs is not None and await self._runs.request_cancel(run_id, action):
+                return CancelOutcome.REQUESTED
+            return CancelOutcome.NOT_CANCELLABLE  # it finished meanwhile
         if record.done or record.finalized:
             return CancelOutcome.NOT_CANCELLABLE
         await self._cancel(record, action)
@@ -337,6 +346,21 @@ class RunManager:
             record.stop_reason = "cancelled"
             self._publish_error(record, "run cancelled", "Cancelled", "interrupted")
             await self._finalize(record, "interrupted")
+
+    async def wait_stored(self, run_id: str, user_id: str | None = None) -> RunInfo | None:
+        """Wait until the run is terminal, also when another process executes it (its row is polled).
+
+        Returns the finished run (``None`` if it does not exist or belongs to another user).
+        A dead owner's run ends when its lease expires and a process recovers it.
+        """
+        while True:
+            record = self._records.get(run_id)
+            if record is not None:
+                return await record.wait() if user_id is None or record.user_id == user_id else None
+            info = await self._runs.get(run_id, user_id) if self._runs is not None else None
+            if info is None or info.status in TERMINAL_STATUSES:
+                return info
+            await asyncio.sleep(self.poll_seconds)
 
     # -- recovery and shutdown ---------------------------------------------------------
     async def recover_orphans(self) -> list[str]:
@@ -378,12 +402,23 @@ class RunManager:
         if not active:
             return
         renewed = await self._runs.renew([r.run_id for r in active], self.owner, self.lease_seconds)
+        requests = await self._runs.cancel_requests(sorted(renewed))
         for record in active:
+            action = requests.get(record.run_id)
+            if action is not None and record.run_id not in self._requested and not record.finalized:
+                logger.info("run %s: cancel (%s) requested by another process", record.run_id, action)
+                task = asyncio.get_running_loop().create_task(self._cancel(record, action),
+                                                              name=f"deerflow-cancel-{record.run_id}")
+                self._requested[record.run_id] = task
+                task.add_done_callback(functools.partial(self._forget_request, record.run_id))
             if record.run_id not in renewed and not record.finalized and self._active.get(record.thread_id) is record:
                 logger.warning("run %s lost its lease to another process; cancelling it here", record.run_id)
                 record.lease_lost = True
                 if record.task is not None and not record.task.done():
                     record.task.cancel()
+
+    def _forget_request(self, run_id: str, _task: asyncio.Task[None]) -> None:
+        self._requested.pop(run_id, None)
 
     async def _maintain(self) -> None:
         loop = asyncio.get_running_loop()

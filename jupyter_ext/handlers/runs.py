@@ -14,6 +14,7 @@ from deerflow_nb.config import validate_id
 from deerflow_nb.runtime import CancelOutcome, RunRecord, normalize_stream_modes
 from deerflow_nb.runtime.serialize import serialize_state
 from jupyter_ext.handlers.base import API, DeerFlowHandler, api_method, http_error
+from jupyter_ext.handlers.follow import stream_stored_run
 from jupyter_ext.handlers.shapes import run_json
 from jupyter_ext.handlers.sse import stream_run
 from jupyter_ext.schemas import RunCreateRequest
@@ -222,6 +223,8 @@ class RunJoinHandler(_RunLookup):
         info = await self._run(thread_id, run_id)
         if isinstance(info, RunRecord):
             await self.service.call(info.wait())
+        elif info.status in {"pending", "running"}:  # executed by another server: its row is polled
+            info = await self.service.call(self.service.engine.runs.wait_stored(run_id, self.user_id)) or info
         self.write_json(await self._final_state(info))
 
 
@@ -233,9 +236,15 @@ class RunJoinStreamHandler(_RunLookup):
     @api_method
     async def get(self, thread_id: str, run_id: str) -> None:
         """Stream from after ``Last-Event-ID`` (or what is retained)."""
-        await self._run(thread_id, run_id)
+        info = await self._run(thread_id, run_id)
         modes = self._stream_modes()
         cancel = self.query_choice("cancel_on_disconnect", "false", ("true", "false", "1", "0")) in {"1", "true"}
+        if not isinstance(info, RunRecord) and info.status in {"pending", "running"} \
+                and not self.service.engine.bridge.has(run_id):  # executed by another server: its journal
+            await stream_stored_run(self, run_id=run_id, thread_id=thread_id, modes=modes,
+                                    last_event_id=self.request.headers.get("Last-Event-ID") or None,
+                                    on_disconnect="cancel" if cancel else "continue")
+            return
         await stream_run(self, run_id=run_id, thread_id=thread_id, modes=modes,
                          last_event_id=self.request.headers.get("Last-Event-ID") or None,
                          on_disconnect="cancel" if cancel else "continue")
@@ -275,12 +284,23 @@ class RunCancelHandler(_RunLookup):
                                                                           user_id=self.user_id))
         if outcome == CancelOutcome.UNKNOWN:
             raise http_error(404, f"run {run_id!r} not found", "Not Found")
-        if outcome != CancelOutcome.CANCELLED:
+        if outcome not in {CancelOutcome.CANCELLED, CancelOutcome.REQUESTED}:
             if outcome == CancelOutcome.NOT_ACTIVE_LOCALLY:
                 self.set_header("Retry-After", "5")
             raise http_error(409, f"run {run_id!r} cannot be cancelled here: {outcome.value}", "Conflict")
         wait = self.query_choice("wait", "0", ("0", "1", "true", "false")) in {"1", "true"}
-        self.write_json({"run_id": run_id, "outcome": outcome.value, "status": "interrupted"},
+        status = "interrupted"
+        if outcome == CancelOutcome.REQUESTED:  # another server executes it and cancels it at its next renewal
+            if not wait:
+                self.write_json({"run_id": run_id, "outcome": outcome.value, "status": "running"}, status=202)
+                return
+            done = await self.service.call(self.service.engine.runs.wait_stored(run_id, self.user_id))
+            status = done.status if done is not None else "interrupted"
+            if status != "interrupted":  # it ended another way before the owner saw the request
+                raise http_error(409, f"run {run_id!r} ended with status {status} before it was cancelled",
+                                 "Conflict")
+            outcome = CancelOutcome.CANCELLED
+        self.write_json({"run_id": run_id, "outcome": outcome.value, "status": status},
                         status=200 if wait else 202)
 
 

@@ -102,7 +102,9 @@ async def test_cancel_outcomes(store):
     assert await manager.cancel(record.run_id) == CancelOutcome.NOT_CANCELLABLE
     assert await manager.cancel("nope") == CancelOutcome.UNKNOWN
     await store.runs.create(RunInfo("remote", "t", "u", owner="another-host:1"))
-    assert await manager.cancel("remote") == CancelOutcome.NOT_ACTIVE_LOCALLY
+    # executed by another process: the request is recorded for its owner's lease renewal
+    assert await manager.cancel("remote") == CancelOutcome.REQUESTED
+    assert (await store.runs.get("remote", "u")).cancel_requested == "interrupt"
     with pytest.raises(UsageError):
         await manager.cancel(record.run_id, action="explode")
 

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -64,10 +65,13 @@ class JupyterServer:
     def headers(self, token: str | None = None) -> dict[str, str]:
         return {"Authorization": f"token {token or self.token}"}
 
-    def start(self, timeout: float = 90) -> JupyterServer:
+    def start(self, timeout: float = 90, *, on_spawn: Callable[[int], None] | None = None) -> JupyterServer:
+        """Start and wait until the gateway answers; ``on_spawn(pid)`` runs as soon as the process exists."""
         log = self.log.open("ab")
         self.proc = subprocess.Popen([sys.executable, "-m", "jupyter_server"], env=self.env, cwd=self.root,
                                      stdout=log, stderr=subprocess.STDOUT)
+        if on_spawn is not None:
+            on_spawn(self.proc.pid)
         token = next(iter(self.users)) if self.users else self.token
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

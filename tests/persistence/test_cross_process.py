@@ -1,0 +1,117 @@
+"""Two run managers on one database: cancel through the database, wait on and follow another's run.
+
+No wall-clock assertions: renewal is quick and the tests wait on conditions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from deerflow_nb.persistence import JournalEntry, RunInfo, open_store
+from deerflow_nb.runtime import CancelOutcome, RunManager, StreamBridge, StreamEvent
+from deerflow_nb.runtime.follow import follow_stored_run
+
+
+def _manager(store, **leases) -> RunManager:
+    manager = RunManager(StreamBridge(64), runs=store.runs, threads=store.threads, **leases)
+    manager.poll_seconds = 0.02
+    return manager
+
+
+async def _forever(record):
+    yield StreamEvent("messages-tuple", {"type": "ai", "id": "m1", "content": "partial"})
+    await asyncio.Event().wait()
+
+
+@pytest.mark.asyncio
+async def test_a_cancel_from_another_process_is_carried_out_by_the_owner(target):
+    owner_store, peer_store = await open_store(target), await open_store(target)
+    try:
+        await owner_store.threads.create("t", "u")
+        owner = _manager(owner_store, lease_seconds=5, lease_renew_seconds=0.05)
+        owner.start_maintenance()
+        record = await owner.create(thread_id="t", user_id="u", body=_forever)
+        peer = _manager(peer_store)
+        assert await peer.cancel(record.run_id, user_id="other") == CancelOutcome.UNKNOWN
+        assert await peer.cancel(record.run_id, user_id="u") == CancelOutcome.REQUESTED
+        assert (await peer_store.runs.get(record.run_id, "u")).cancel_requested == "interrupt"
+
+        done = await asyncio.wait_for(peer.wait_stored(record.run_id, "u"), 60)
+        assert (done.status, done.stop_reason) == ("interrupted", "cancelled")
+        await asyncio.wait_for(record.wait(), 60)
+        assert record.status == "interrupted" and not record.lease_lost
+        assert await peer.cancel(record.run_id, user_id="u") == CancelOutcome.NOT_CANCELLABLE
+        assert await peer.wait_stored("missing", "u") is None
+        await owner.shutdown()
+    finally:
+        await owner_store.aclose()
+        await peer_store.aclose()
+
+
+def _entry(seq: int, event_type: str, payload: dict) -> JournalEntry:
+    return JournalEntry("r", "t", "u", seq, event_type, "message", payload, time.time())
+
+
+@pytest.mark.asyncio
+async def test_following_a_stored_run_replays_its_journal_then_ends_with_its_outcome(target):
+    store = await open_store(target)
+    try:
+        await store.threads.create("t", "u")
+        await store.runs.create(RunInfo("r", "t", "u", owner="elsewhere:1"), status="running", lease_seconds=600)
+        await store.events.append([_entry(1, "human_message", {"type": "human", "content": "go"}),
+                                   _entry(2, "ai_partial", {"type": "ai", "id": "m", "content": "Hel"})])
+        seen: list[tuple[int | None, StreamEvent]] = []
+        reached_live = asyncio.Event()
+
+        async def follow() -> None:
+            async for item in follow_stored_run(store.runs, store.events, "r", "u", poll_seconds=0.02,
+                                                final_values=_values):
+                seen.append(item)
+                if item[1].type == "messages-tuple":
+                    reached_live.set()
+
+        async def _values():
+            return {"messages": ["final"]}
+
+        task = asyncio.create_task(follow())
+        await asyncio.wait_for(reached_live.wait(), 60)
+        # the owner goes on: more text, then the outcome and its journal end in one transaction
+        await store.events.append([_entry(3, "ai_partial", {"type": "ai", "id": "m", "content": "Hello wor"})])
+        await store.runs.set_status("r", "success", thread=("t", "idle"), events=[
+            _entry(4, "ai_message", {"type": "ai", "id": "m", "content": "Hello world"}),
+            _entry(5, "run_end", {"run_id": "r", "status": "success"})])
+        await asyncio.wait_for(task, 60)
+        deltas = [e.data["content"] for _, e in seen if e.type == "messages-tuple"]
+        assert "".join(deltas) == "Hello world" and deltas[0] == "Hel"
+        assert [e.type for _, e in seen][-2:] == ["values", "end"]
+        assert seen[-1][0] == 5 and seen[-2] == (None, StreamEvent("values", {"messages": ["final"]}))
+
+        # a reconnect after seq 3 sends only the rest (text sent before is not sent twice)
+        rest = [item async for item in follow_stored_run(store.runs, store.events, "r", "u", after_seq=3)]
+        assert [(s, e.type, e.data.get("content")) for s, e in rest] == [(4, "messages-tuple", "ld"), (5, "end", None)]
+    finally:
+        await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_following_a_recovered_run_ends_with_its_stored_error(target):
+    store = await open_store(target)
+    try:
+        await store.threads.create("t", "u")
+        await store.runs.create(RunInfo("r", "t", "u", owner="dead:1"), status="running", lease_seconds=0.01)
+        await store.events.append([_entry(1, "ai_partial", {"type": "ai", "id": "m", "content": "half"})])
+        peer = _manager(store)
+
+        async def recovered() -> None:
+            while await peer.recover_orphans() != ["r"]:
+                await asyncio.sleep(0.02)
+        await asyncio.wait_for(recovered(), 60)
+        events = [e async for _, e in follow_stored_run(store.runs, store.events, "r", "u")]
+        assert [e.type for e in events] == ["messages-tuple", "error", "end"]
+        assert events[1].data["stop_reason"] == "orphan_recovered" and events[2].data["status"] == "error"
+        assert [e async for e in follow_stored_run(store.runs, store.events, "r", "someone-else")] == []
+    finally:
+        await store.aclose()
