@@ -9,18 +9,21 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from deerflow_nb.runtime.stream_modes import PUBLIC_STREAM_MODES
 
 __all__ = [
     "AssistantSearchRequest",
+    "CheckpointRef",
     "FeedbackRequest",
     "HistoryRequest",
     "RunCreateRequest",
     "ThreadCreateRequest",
     "ThreadPatchRequest",
     "ThreadSearchRequest",
+    "ThreadStateCheckpointRequest",
+    "ThreadStateUpdateRequest",
 ]
 
 
@@ -51,6 +54,24 @@ class RunInput(BaseModel):
             if not isinstance(message.get("additional_kwargs", {}), dict):
                 raise ValueError("additional_kwargs must be an object")
         return value
+
+
+class CheckpointRef(BaseModel):
+    """A checkpoint of the thread in the path (LangGraph's ``Checkpoint``)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    checkpoint_id: str = Field(min_length=1, max_length=200)
+    thread_id: str | None = Field(default=None, max_length=200, description="The thread in the path wins.")
+    checkpoint_ns: Literal[""] = Field(default="", description="DeerFlow's graph has no subgraph checkpoints.")
+    checkpoint_map: dict[str, Any] | None = None
+
+
+def _one_checkpoint(checkpoint_id: str | None, checkpoint: CheckpointRef | None) -> str | None:
+    """The checkpoint id of a body that may give ``checkpoint_id`` and/or ``checkpoint`` (they must agree)."""
+    if checkpoint is not None and checkpoint_id is not None and checkpoint.checkpoint_id != checkpoint_id:
+        raise ValueError("checkpoint_id and checkpoint.checkpoint_id name different checkpoints")
+    return checkpoint_id if checkpoint_id is not None else (checkpoint.checkpoint_id if checkpoint else None)
 
 
 class RunOptionsModel(BaseModel):
@@ -96,8 +117,9 @@ class RunCreateRequest(_Body):
     interrupt_after: None = None
     feedback_keys: list[str] | None = None
     webhook: None = None
-    checkpoint: None = None
-    checkpoint_id: None = None
+    checkpoint: CheckpointRef | None = Field(default=None, description="Run from this checkpoint (a new branch).")
+    checkpoint_id: str | None = Field(default=None, min_length=1, max_length=200,
+                                      description="Run from this checkpoint of the thread (a new branch).")
     multitask_strategy: Literal["reject", "interrupt", "rollback"] = "reject"
     if_not_exists: Literal["create", "reject"] = "create"
     on_disconnect: Literal["cancel", "continue"] = "continue"
@@ -114,6 +136,22 @@ class RunCreateRequest(_Body):
         if bad:
             raise ValueError(f"unsupported stream mode(s) {bad}; supported: {list(PUBLIC_STREAM_MODES)}")
         return value
+
+    @model_validator(mode="after")
+    def _checkpoints_agree(self) -> RunCreateRequest:
+        self.start_checkpoint()
+        return self
+
+    def start_checkpoint(self) -> str | None:
+        """The checkpoint to run from: ``checkpoint_id``, ``checkpoint`` or ``config.configurable.checkpoint_id``."""
+        found = _one_checkpoint(self.checkpoint_id, self.checkpoint)
+        configurable = self.config.configurable if self.config is not None else None
+        extra = (configurable.model_extra or {}).get("checkpoint_id") if configurable is not None else None
+        if extra is not None and not (isinstance(extra, str) and extra):
+            raise ValueError("config.configurable.checkpoint_id must be a non-empty string")
+        if extra is not None and found is not None and extra != found:
+            raise ValueError("config.configurable.checkpoint_id and checkpoint_id name different checkpoints")
+        return found or extra
 
     def wants(self, mode: str) -> bool:
         """Whether ``stream_mode`` asks for ``mode``."""
@@ -174,6 +212,35 @@ class HistoryRequest(_Body):
     before: dict[str, Any] | str | None = None
     metadata: dict[str, Any] | None = None
     checkpoint: dict[str, Any] | None = None
+    select: list[str] | None = None
+
+
+class ThreadStateUpdateRequest(_Body):
+    """Body of ``POST /threads/{id}/state`` (``threads.update_state``)."""
+
+    values: dict[str, Any] | None = Field(
+        description="State channels to write, through their reducers (messages append or replace by id); "
+                    "null copies the checkpoint.")
+    as_node: Literal["model"] | None = Field(default=None, description="Updates are written as the model node.")
+    checkpoint_id: str | None = Field(default=None, min_length=1, max_length=200,
+                                      description="Update this checkpoint instead of the newest (a new branch).")
+    checkpoint: CheckpointRef | None = None
+
+    @model_validator(mode="after")
+    def _checkpoints_agree(self) -> ThreadStateUpdateRequest:
+        _one_checkpoint(self.checkpoint_id, self.checkpoint)
+        return self
+
+    def target(self) -> str | None:
+        """The checkpoint to update (``None``: the newest)."""
+        return _one_checkpoint(self.checkpoint_id, self.checkpoint)
+
+
+class ThreadStateCheckpointRequest(_Body):
+    """Body of ``POST /threads/{id}/state/checkpoint`` (``threads.get_state(checkpoint=...)``)."""
+
+    checkpoint: CheckpointRef
+    subgraphs: bool = Field(default=False, description="Accepted; DeerFlow's graph has no subgraphs.")
     select: list[str] | None = None
 
 

@@ -33,6 +33,7 @@ from deerflow_nb.persistence import Store, open_store, resolve_database
 from deerflow_nb.runtime.events import StreamEvent
 from deerflow_nb.runtime.loop import BackgroundLoop
 from deerflow_nb.runtime.run_manager import RunManager, RunRecord
+from deerflow_nb.runtime.state_update import state_values
 from deerflow_nb.runtime.stream_bridge import StreamBridge
 from deerflow_nb.runtime.worker import (
     agent_run,
@@ -63,6 +64,18 @@ def _retrieve(future: asyncio.Future[Any]) -> None:
     """Mark a background future's exception as seen (its owner may never await it)."""
     if not future.cancelled():
         future.exception()
+
+
+def _history_item(item: Any) -> dict[str, Any]:
+    """One checkpoint tuple as a history item (``checkpoint_id``, ``parent_checkpoint_id``, ``values``, ...)."""
+    return {
+        "checkpoint_id": item.config["configurable"].get("checkpoint_id"),
+        "parent_checkpoint_id": (item.parent_config or {}).get("configurable", {}).get("checkpoint_id"),
+        "created_at": item.checkpoint.get("ts"),
+        "step": (item.metadata or {}).get("step"),
+        "metadata": dict(item.metadata or {}),
+        "values": state_values(item.checkpoint.get("channel_values", {})),
+    }
 
 
 class _RunConfig:
@@ -419,10 +432,14 @@ class Runtime:
     async def start_run(self, thread_id: str, message: str | HumanMessage, options: RunOptions,
                         secrets: dict[str, str] | None = None, *, stream_tokens: bool = True,
                         stream_updates: bool = False, user_id: str | None = None, multitask_strategy: str = "reject",
-                        metadata: dict[str, Any] | None = None, assistant_id: str = "lead_agent") -> RunRecord:
+                        metadata: dict[str, Any] | None = None, assistant_id: str = "lead_agent",
+                        checkpoint_id: str | None = None) -> RunRecord:
         """Admit and start a background run on ``thread_id``; returns at once.
 
         ``stream_updates`` adds ``updates`` events (LangGraph's ``updates`` mode) to the run's stream.
+        ``checkpoint_id`` runs from that checkpoint of the thread instead of its newest: the run's
+        checkpoints become a new branch (LangGraph's ``configurable.checkpoint_id``) and the thread's
+        head; an unknown checkpoint is :class:`~deerflow_nb.errors.NotFoundError`, refused before admission.
         """
         user_id = user_id or self.user_id
         run_config = _RunConfig(self, self.config)
@@ -432,7 +449,7 @@ class Runtime:
                                          stream_tokens=stream_tokens, stream_updates=stream_updates,
                                          user_id=user_id,
                                          multitask_strategy=multitask_strategy, metadata=metadata,
-                                         assistant_id=assistant_id)
+                                         assistant_id=assistant_id, checkpoint_id=checkpoint_id)
         except BaseException:
             run_config.live = False
             raise
@@ -442,8 +459,10 @@ class Runtime:
     async def _start_run(self, thread_id: str, message: str | HumanMessage, options: RunOptions,
                          secrets: dict[str, str] | None, run_config: _RunConfig, *, stream_tokens: bool,
                          stream_updates: bool, user_id: str, multitask_strategy: str, metadata: dict[str, Any] | None,
-                         assistant_id: str) -> RunRecord:
+                         assistant_id: str, checkpoint_id: str | None) -> RunRecord:
         store = await self.store()
+        if checkpoint_id is not None:  # the thread and the checkpoint must exist: a refusal creates nothing
+            await self._checkpoint_tuple(store, thread_id, user_id, checkpoint_id)
         await store.ensure_thread(thread_id, user_id)
         run_id = str(uuid.uuid4())
         input_message = self.new_input(message, run_id)
@@ -456,13 +475,13 @@ class Runtime:
             subagent_enabled=options.subagent_enabled, secrets=dict(secrets or {}),
             profile=self.profile_for(resolved[0], model_name),
         )
-        config = {
-            "configurable": {"thread_id": thread_id, "run_id": run_id, "model_name": model_name,
-                             "thinking_enabled": options.thinking_enabled, "is_plan_mode": options.plan_mode,
-                             "subagent_enabled": options.subagent_enabled,
-                             "non_interactive": bool(options.non_interactive)},
-            "recursion_limit": options.recursion_limit,
-        }
+        configurable: dict[str, Any] = {
+            "thread_id": thread_id, "run_id": run_id, "model_name": model_name,
+            "thinking_enabled": options.thinking_enabled, "is_plan_mode": options.plan_mode,
+            "subagent_enabled": options.subagent_enabled, "non_interactive": bool(options.non_interactive)}
+        if checkpoint_id is not None:  # LangGraph forks there: the run's checkpoints are a new branch
+            configurable.update(checkpoint_ns="", checkpoint_id=checkpoint_id)
+        config = {"configurable": configurable, "recursion_limit": options.recursion_limit}
         rollback_point: list[dict[str, Any] | None] = []
 
         # a thread created (with a generated id) since its last run has no checkpoint to return to
@@ -513,8 +532,8 @@ class Runtime:
             except asyncio.CancelledError:
                 status = "interrupted"
                 if not record.rollback_requested:  # keep the partial answer, marked interrupted
-                    await asyncio.shield(mark_interrupted(graph, thread_id, run_id, reason="cancelled",
-                                                          partial_texts=record.streamed_texts))
+                    await asyncio.shield(self._mark_cancelled(graph, store, record, checkpoint_id,
+                                                              rollback_point[0] if rollback_point else None))
                 raise
             finally:
                 if not context.extra.get(_FINISHED_BLOCKING):  # the run failed before its graph ran
@@ -547,6 +566,22 @@ class Runtime:
                     await plugin.finish_run(context, "error")
             raise
 
+    async def _mark_cancelled(self, graph: Any, store: Store, record: RunRecord, checkpoint_id: str | None,
+                              head_before: dict[str, Any] | None) -> None:
+        """Mark a cancelled run's answer interrupted, on its own branch.
+
+        A run from a checkpoint that was cut short before writing a checkpoint of its own gets
+        its marker on that checkpoint (a new branch), not on the head it never touched.
+        """
+        branch = None
+        if checkpoint_id is not None:
+            head = await capture_rollback_point(store.checkpointer, record.thread_id)
+            same = (head or {}).get("configurable", {}).get("checkpoint_id") == \
+                (head_before or {}).get("configurable", {}).get("checkpoint_id")
+            branch = checkpoint_id if same else None
+        await mark_interrupted(graph, record.thread_id, record.run_id, reason="cancelled",
+                               partial_texts=record.streamed_texts, checkpoint_id=branch)
+
     def _finish_blocking(self, context: RunContext, status: str) -> None:
         """(Blocking) every plug-in's :meth:`~AgentPlugin.finish_run_blocking`, once per run."""
         context.extra[_FINISHED_BLOCKING] = True
@@ -578,14 +613,77 @@ class Runtime:
         return user_data, before, self.sandbox_provider.acquire(thread_id, user_id=user_id).id
 
     # -- state ---------------------------------------------------------------------
-    async def get_state(self, thread_id: str, user_id: str | None = None) -> dict[str, Any]:
-        """The thread's current state values (empty for a thread that never ran)."""
+    async def get_state(self, thread_id: str, user_id: str | None = None, *,
+                        checkpoint_id: str | None = None) -> dict[str, Any]:
+        """The thread's current state values (empty for a thread that never ran), or at ``checkpoint_id``."""
         store = await self.store()
+        if checkpoint_id is not None:
+            item = await self._checkpoint_tuple(store, thread_id, user_id or self.user_id, checkpoint_id)
+            return state_values(item.checkpoint.get("channel_values", {}))
         await store.get_thread(thread_id, user_id or self.user_id)
         snapshot = await store.checkpointer.aget_tuple({"configurable": {"thread_id": thread_id}})
         if snapshot is None:
             return {}
-        return dict(snapshot.checkpoint.get("channel_values", {}))
+        return state_values(snapshot.checkpoint.get("channel_values", {}))
+
+    async def _checkpoint_tuple(self, store: Store, thread_id: str, user_id: str, checkpoint_id: str) -> Any:
+        """The saved checkpoint ``checkpoint_id`` of the user's thread, or :class:`NotFoundError`."""
+        await store.get_thread(thread_id, user_id)
+        if not isinstance(checkpoint_id, str) or not checkpoint_id:
+            raise UsageError("checkpoint_id must be a non-empty string")
+        item = await store.checkpointer.aget_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": "",
+                                                                     "checkpoint_id": checkpoint_id}})
+        if item is None:
+            raise NotFoundError(f"checkpoint {checkpoint_id!r} of thread {thread_id!r} not found")
+        return item
+
+    async def get_checkpoint(self, thread_id: str, checkpoint_id: str | None = None,
+                             user_id: str | None = None) -> dict[str, Any] | None:
+        """One checkpoint as a :meth:`get_history` item (default: the newest; ``None`` when the thread has none)."""
+        store = await self.store()
+        if checkpoint_id is not None:
+            return _history_item(await self._checkpoint_tuple(store, thread_id, user_id or self.user_id,
+                                                              checkpoint_id))
+        await store.get_thread(thread_id, user_id or self.user_id)
+        item = await store.checkpointer.aget_tuple({"configurable": {"thread_id": thread_id}})
+        return _history_item(item) if item is not None else None
+
+    async def update_state(self, thread_id: str, values: dict[str, Any] | None, *, as_node: str | None = None,
+                           checkpoint_id: str | None = None, user_id: str | None = None) -> dict[str, Any]:
+        """Write ``values`` as a new checkpoint (LangGraph's ``update_state``); its config.
+
+        Applied on the thread's newest checkpoint, or on ``checkpoint_id`` (the new checkpoint
+        then starts a branch and becomes the head), through the channels' reducers as the
+        ``model`` node's output (``messages`` append, or replace a message with the same id).
+        ``values`` are validated first (:func:`~deerflow_nb.runtime.state_update.validate_state_update`);
+        ``None`` copies the checkpoint as it is. Refused with :class:`ThreadBusyError` while a run
+        is going. Returns ``{"thread_id", "checkpoint_ns", "checkpoint_id"}``.
+        """
+        from deerflow_nb.runtime.state_update import validate_state_update
+
+        user_id = user_id or self.user_id
+        if as_node not in {None, "model"}:
+            raise UsageError(f"as_node: DeerFlow writes state updates as the 'model' node; got {as_node!r}")
+        checked = validate_state_update(values)
+        store = await self.store()
+        config: Any = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+        if checkpoint_id is not None:
+            await self._checkpoint_tuple(store, thread_id, user_id, checkpoint_id)
+            config["configurable"]["checkpoint_id"] = checkpoint_id
+        else:
+            await store.get_thread(thread_id, user_id)
+        if self.runs.active_run(thread_id) is not None:
+            raise ThreadBusyError(f"thread {thread_id!r} has a run in progress; update its state when the run ends")
+        store.threads.take_fresh(thread_id)  # it gets a checkpoint now: its first run must read it
+        written = await marker_graph(store.checkpointer).aupdate_state(config, checked, as_node="model")
+        flush = getattr(store.checkpointer, "aflush", None)
+        if flush is not None:
+            await flush()
+        title = (checked or {}).get("title")
+        await store.touch(thread_id, title=title if isinstance(title, str) and title.strip() else None)
+        configurable = written["configurable"]
+        return {"thread_id": thread_id, "checkpoint_ns": configurable.get("checkpoint_ns", ""),
+                "checkpoint_id": configurable["checkpoint_id"]}
 
     async def get_history(self, thread_id: str, limit: int | None, user_id: str | None = None,
                           before: str | None = None) -> list[dict[str, Any]]:
@@ -598,14 +696,7 @@ class Runtime:
         out = []
         async for item in store.checkpointer.alist({"configurable": {"thread_id": thread_id}}, limit=limit,
                                                    before=cursor):
-            out.append({
-                "checkpoint_id": item.config["configurable"].get("checkpoint_id"),
-                "parent_checkpoint_id": (item.parent_config or {}).get("configurable", {}).get("checkpoint_id"),
-                "created_at": item.checkpoint.get("ts"),
-                "step": (item.metadata or {}).get("step"),
-                "metadata": dict(item.metadata or {}),
-                "values": dict(item.checkpoint.get("channel_values", {})),
-            })
+            out.append(_history_item(item))
         return out
 
     async def rename_thread(self, thread_id: str, title: str, user_id: str | None = None) -> None:

@@ -283,18 +283,21 @@ async def restore_rollback_point(graph: Any, checkpointer: Any, thread_id: str,
 
 
 async def mark_interrupted(graph: Any, thread_id: str, run_id: str, *, reason: str,
-                           partial_texts: dict[str, str] | None = None) -> None:
+                           partial_texts: dict[str, str] | None = None, checkpoint_id: str | None = None) -> None:
     """Close a run that was cut short with a marked assistant message in the thread's state.
 
     The message carries the answer text streamed so far that the state lacks (the
     step being generated when the run stopped), ``additional_kwargs``
     ``{"deerflow_interrupted": True, "run_id", "stop_reason"}``; the next turn then sees
     where the conversation stopped. ``graph`` is any graph compiled with the thread's
-    checkpointer and a ``model`` node. Failures are logged, never raised.
+    checkpointer and a ``model`` node. ``checkpoint_id``: mark on that checkpoint (a run from a
+    checkpoint that wrote none of its own) instead of the thread's newest. Failures are logged, never raised.
     """
     from langchain_core.messages import AIMessage
 
-    config = {"configurable": {"thread_id": thread_id}}
+    config: dict[str, Any] = {"configurable": {"thread_id": thread_id}}
+    if checkpoint_id is not None:
+        config["configurable"].update(checkpoint_ns="", checkpoint_id=checkpoint_id)
     try:
         snapshot = await graph.aget_state(config)
         messages = list((snapshot.values or {}).get("messages", []))

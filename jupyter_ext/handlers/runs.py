@@ -59,7 +59,8 @@ class _RunHandler(DeerFlowHandler):
         options = engine.defaults.merged(**body.options())
         return await self.service.call(engine.start_run(
             thread_id, message, options, body.secrets, user_id=self.user_id, stream_updates=body.wants("updates"),
-            multitask_strategy=body.multitask_strategy, metadata=body.metadata, assistant_id="lead_agent"))
+            multitask_strategy=body.multitask_strategy, metadata=body.metadata, assistant_id="lead_agent",
+            checkpoint_id=body.start_checkpoint()))
 
     async def _final_state(self, record: Any) -> dict[str, Any]:
         values = await self.service.call(self.service.engine.get_state(record.thread_id, self.user_id))
@@ -154,6 +155,8 @@ class StatelessRunHandler(_RunHandler):
     async def post(self, mode: str) -> None:
         """Run on a new thread, deleted afterwards unless ``on_completion="keep"``."""
         body = self.parse(RunCreateRequest)
+        if body.start_checkpoint() is not None:
+            raise http_error(422, "checkpoint_id: a stateless run has no thread to run from", "Unprocessable Entity")
         thread_id = str(uuid.uuid4())
         try:
             record = await self._start(thread_id, body)

@@ -39,18 +39,22 @@ def run_json(info: RunInfo) -> dict[str, Any]:
             "error": info.error, "stop_reason": info.stop_reason, "usage": info.usage}
 
 
-def state_json(thread_id: str, item: dict[str, Any] | None) -> dict[str, Any]:
-    """A LangGraph ``ThreadState`` from one history item of the engine (``None``: no state yet)."""
+def state_json(thread_id: str, item: dict[str, Any] | None, ref: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A LangGraph ``ThreadState`` from one history item of the engine (``None``: no state yet).
+
+    ``ref``: the ``checkpoint`` object as the request named it (LangGraph echoes the config it was asked for).
+    """
     if item is None:
         return {"values": {}, "next": [], "tasks": [], "interrupts": [], "metadata": {}, "created_at": None,
                 "checkpoint": None, "parent_checkpoint": None, "checkpoint_id": None, "parent_checkpoint_id": None}
 
-    def ref(checkpoint_id: str | None) -> dict[str, Any] | None:
+    def config(checkpoint_id: str | None) -> dict[str, Any] | None:
         if checkpoint_id is None:
             return None
         return {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}
 
     return {"values": serialize_state(item["values"]), "next": [], "tasks": [], "interrupts": [],
             "metadata": item.get("metadata", {}), "created_at": item.get("created_at"),
-            "checkpoint": ref(item["checkpoint_id"]), "parent_checkpoint": ref(item.get("parent_checkpoint_id")),
+            "checkpoint": ref or config(item["checkpoint_id"]),
+            "parent_checkpoint": config(item.get("parent_checkpoint_id")),
             "checkpoint_id": item["checkpoint_id"], "parent_checkpoint_id": item.get("parent_checkpoint_id")}

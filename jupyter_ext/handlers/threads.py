@@ -17,6 +17,8 @@ from jupyter_ext.schemas import (
     ThreadCreateRequest,
     ThreadPatchRequest,
     ThreadSearchRequest,
+    ThreadStateCheckpointRequest,
+    ThreadStateUpdateRequest,
 )
 
 __all__ = ["default_handlers"]
@@ -128,16 +130,64 @@ class ThreadHandler(DeerFlowHandler):
         self.finish()
 
 
-class ThreadStateHandler(DeerFlowHandler):
-    """``GET /threads/{id}/state``."""
+class _StateHandler(DeerFlowHandler):
+    """Shared by the state routes."""
+
+    def _subgraphs(self) -> None:
+        """``?subgraphs=`` (what ``langgraph-sdk`` sends) is accepted; DeerFlow's graph has none."""
+        self.query_choice("subgraphs", "false", ("true", "false", "True", "False"))
+
+    async def _write_state(self, thread_id: str, checkpoint_id: str | None,
+                           ref: dict[str, Any] | None = None) -> None:
+        item = await self.service.call(self.service.engine.get_checkpoint(thread_id, checkpoint_id, self.user_id))
+        self.write_json(state_json(thread_id, item, ref))
+
+
+class ThreadStateHandler(_StateHandler):
+    """``GET`` / ``POST /threads/{id}/state``."""
 
     @web.authenticated
     @authorized
     @api_method
     async def get(self, thread_id: str) -> None:
         """The newest checkpoint as a LangGraph ``ThreadState``."""
-        items = await self.service.call(self.service.engine.get_history(thread_id, 1, self.user_id))
-        self.write_json(state_json(thread_id, items[0] if items else None))
+        self._subgraphs()
+        await self._write_state(thread_id, None)
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def post(self, thread_id: str) -> None:
+        """Write ``values`` as a new checkpoint (409 while a run is going); ``{"checkpoint": {...}}``."""
+        body = self.parse(ThreadStateUpdateRequest)
+        config = await self.service.call(self.service.engine.update_state(
+            thread_id, body.values, as_node=body.as_node, checkpoint_id=body.target(), user_id=self.user_id))
+        self.write_json({"checkpoint": config, "configurable": config, "checkpoint_id": config["checkpoint_id"]})
+
+
+class ThreadStateAtHandler(_StateHandler):
+    """``GET /threads/{id}/state/{checkpoint_id}``."""
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def get(self, thread_id: str, checkpoint_id: str) -> None:
+        """The ``ThreadState`` at one checkpoint (404 for a checkpoint the thread does not have)."""
+        self._subgraphs()
+        await self._write_state(thread_id, checkpoint_id, {"checkpoint_id": checkpoint_id, "thread_id": thread_id})
+
+
+class ThreadStateCheckpointHandler(_StateHandler):
+    """``POST /threads/{id}/state/checkpoint``."""
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def post(self, thread_id: str) -> None:
+        """The ``ThreadState`` at ``checkpoint`` (404 for a checkpoint the thread does not have)."""
+        body = self.parse(ThreadStateCheckpointRequest)
+        ref = {**body.checkpoint.model_dump(exclude_none=True), "thread_id": thread_id}
+        await self._write_state(thread_id, body.checkpoint.checkpoint_id, ref)
 
 
 class ThreadHistoryHandler(DeerFlowHandler):
@@ -175,5 +225,7 @@ default_handlers = [
     (rf"/{API}/threads/search", ThreadSearchHandler),
     (rf"/{API}/threads/{_T}", ThreadHandler),
     (rf"/{API}/threads/{_T}/state", ThreadStateHandler),
+    (rf"/{API}/threads/{_T}/state/checkpoint", ThreadStateCheckpointHandler),
+    (rf"/{API}/threads/{_T}/state/(?P<checkpoint_id>[^/]+)", ThreadStateAtHandler),
     (rf"/{API}/threads/{_T}/history", ThreadHistoryHandler),
 ]

@@ -19,7 +19,8 @@ from .test_handlers import MSG, call, expect_error
     ({"input": {"messages": [{"role": "user", "content": None}]}}, "input.messages"),
     ({"metadata": {"n": 2 ** 70}}, "metadata.n"),
     ({"stream_mode": "debug"}, "stream_mode"),
-    ({"checkpoint_id": "abc"}, "checkpoint_id"),
+    ({"checkpoint_id": ""}, "checkpoint_id"),
+    ({"checkpoint": {"checkpoint_id": "a", "checkpoint_ns": "sub"}}, "checkpoint.checkpoint_ns"),
     ({"command": {"resume": "x"}}, "command"),
     ({"interrupt_before": ["model"]}, "interrupt_before"),
 ])

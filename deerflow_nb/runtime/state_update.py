@@ -1,0 +1,97 @@
+"""Validation of a state update (``thread.update_state`` / ``POST /threads/{id}/state``).
+
+An update may write any input channel of :class:`~deerflow_nb.agent.state.ThreadState`;
+each value must have the channel's type (strictly: no ``"yes"`` for a list), and
+``messages`` are coerced as LangGraph coerces them (``{"role": "user", "content": ...}``,
+``{"type": "ai", ...}``, LangChain messages; ``{"type": "remove", "id": ...}`` removes one).
+Anything else is refused with :class:`~deerflow_nb.errors.UsageError` naming the field,
+before a checkpoint is written.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Annotated, Any, get_args, get_origin, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from deerflow_nb.errors import UsageError
+
+__all__ = ["state_values", "validate_state_update"]
+
+
+def _unwrap(hint: Any) -> tuple[Any, tuple[Any, ...]]:
+    """``(type, annotations)`` of a ``NotRequired[Annotated[type, ...]]`` channel hint."""
+    while get_origin(hint) is not None and getattr(get_origin(hint), "_name", "") in {"Required", "NotRequired"}:
+        hint = get_args(hint)[0]
+    if get_origin(hint) is Annotated:
+        base, *extras = get_args(hint)
+        return base, tuple(extras)
+    return hint, ()
+
+
+@functools.cache
+def _channels() -> frozenset[str]:
+    from deerflow_nb.agent.state import ThreadState
+
+    return frozenset(get_type_hints(ThreadState))
+
+
+def state_values(channel_values: Mapping[str, Any]) -> dict[str, Any]:
+    """A checkpoint's state channels (LangGraph's trigger channels, such as ``branch:to:model``, left out)."""
+    channels = _channels()
+    return {k: v for k, v in channel_values.items() if k in channels}
+
+
+@functools.cache
+def _model() -> type[BaseModel]:
+    """A strict pydantic model of the writable channels other than ``messages``."""
+    from deerflow_nb.agent.state import ThreadState
+
+    fields: dict[str, Any] = {}
+    for name, hint in get_type_hints(ThreadState, include_extras=True).items():
+        base, extras = _unwrap(hint)
+        if name == "messages" or any(getattr(e, "input", False) for e in extras):  # OmitFromSchema(input=True)
+            continue
+        fields[name] = (base, None)
+    return create_model("StateUpdate", __config__=ConfigDict(extra="forbid", strict=True), **fields)
+
+
+def _messages(value: Any) -> list[Any]:
+    from langchain_core.messages import BaseMessage, RemoveMessage, convert_to_messages
+
+    items = value if isinstance(value, list) else [value]
+    out: list[BaseMessage] = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict | BaseMessage):
+            raise UsageError(f"values.messages[{i}]: a message must be an object, got {type(item).__name__}")
+        if isinstance(item, dict) and item.get("type") == "remove":
+            if not isinstance(item.get("id"), str) or not item["id"]:
+                raise UsageError(f"values.messages[{i}].id: a remove needs the id of the message to remove")
+            out.append(RemoveMessage(id=item["id"]))
+            continue
+        try:
+            out.extend(convert_to_messages([item]))
+        except (ValueError, TypeError, KeyError, NotImplementedError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise UsageError(f"values.messages[{i}]: {first}") from None
+    return out
+
+
+def validate_state_update(values: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """``values`` checked against the state schema, messages as LangChain messages (``None``: a plain fork)."""
+    if values is None:
+        return None
+    if not isinstance(values, Mapping):
+        raise UsageError(f"values: must be an object of state channels, got {type(values).__name__}")
+    rest = {k: v for k, v in values.items() if k != "messages"}
+    try:
+        checked = _model().model_validate(rest).model_dump(exclude_unset=True)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(p) for p in error.get("loc", ()))
+        raise UsageError(f"values.{where}: {error.get('msg', 'invalid')}") from None
+    if "messages" in values:
+        checked["messages"] = _messages(values["messages"])
+    return checked
