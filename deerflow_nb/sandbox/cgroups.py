@@ -15,6 +15,9 @@ cgroup for all of its processes (``bwrap``, the command runner and every command
 creating a cgroup costs about 0.1 ms, but *moving* a process into one takes the
 kernel's cgroup-wide threadgroup lock (an RCU synchronisation), about 1.5 ms per v1
 hierarchy, which would triple the per-command overhead.
+
+Cgroup names start with the owner id of the process that made them (see :mod:`.owner`):
+a sweep removes only the leftovers of dead owners, never a live peer's cgroup.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deerflow_nb.sandbox.isolation import LimitEvents
+from deerflow_nb.sandbox.owner import owner_alive, process_owner_id
 
 __all__ = ["CgroupManager", "CommandCgroup", "cgroups_disabled"]
 
@@ -153,10 +157,11 @@ class _Remover:
                 self._queue.get_nowait().remove()
             except queue.Empty:
                 break
+        mine = f"{process_owner_id()}_"
         for parent in self.parents:
             with contextlib.suppress(OSError):
                 for child in parent.iterdir():
-                    if child.is_dir():
+                    if child.is_dir() and mine in child.name:  # a peer process's cgroups are its own
                         with contextlib.suppress(OSError):
                             child.rmdir()
             with contextlib.suppress(OSError):
@@ -170,9 +175,11 @@ atexit.register(_REMOVER.flush)
 class CgroupManager:
     """Creates one cgroup per command below a parent the current process may write."""
 
-    def __init__(self, parents: dict[str, Path], version: int) -> None:
+    def __init__(self, parents: dict[str, Path], version: int, *, owner: str | None = None) -> None:
         self.parents = parents
         self.version = version
+        #: Whose cgroups this manager creates (default: this process, see :mod:`.owner`).
+        self.owner = owner or process_owner_id()
         if version == 1:  # v1 folders are ours alone: remove them when the process exits
             _REMOVER.parents.update(parents.values())
 
@@ -215,18 +222,23 @@ class CgroupManager:
         return True
 
     def sweep(self, *, min_age_s: float = _SWEEP_MIN_AGE_S) -> None:
-        """Remove cgroups left behind by earlier processes (only empty ones go).
+        """Remove empty cgroups left behind by processes that are gone.
 
-        Only folders older than ``min_age_s``: a cgroup another provider (maybe in another
-        process) has just created is empty until its first process joins it.
+        A cgroup named by a live owner (or by an owner of another host) stays. One without an
+        owner in its name (an older version's) goes once it is older than ``min_age_s``: a
+        cgroup another provider has just created is empty until its first process joins it.
         """
         cutoff = time.time() - min_age_s
         for parent in self.parents.values():
             pattern = f"{_GROUP}-*" if self.version == 2 else "*"
             with contextlib.suppress(OSError):
                 for child in parent.glob(pattern):
+                    name = child.name.removeprefix(f"{_GROUP}-") if self.version == 2 else child.name
+                    owner = name.rpartition("_")[0]
+                    if owner == self.owner or (owner and owner_alive(owner) is not False):
+                        continue
                     with contextlib.suppress(OSError):
-                        if child.is_dir() and child.stat().st_mtime < cutoff:
+                        if child.is_dir() and (owner or child.stat().st_mtime < cutoff):
                             child.rmdir()
 
     def create(self, *, pids_max: int, memory_bytes: int) -> CommandCgroup:
@@ -235,7 +247,7 @@ class CgroupManager:
         Raises:
             OSError: the cgroup could not be created or limited.
         """
-        name = uuid.uuid4().hex[:12]
+        name = f"{self.owner}_{uuid.uuid4().hex[:12]}"
         dirs: list[Path] = []
         try:
             if self.version == 2:

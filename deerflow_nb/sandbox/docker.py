@@ -15,6 +15,10 @@ containers stay warm for the same thread (:class:`~.warm_pool.WarmPool`: idle
 ``sandbox.idle_timeout`` s, checked every ``sandbox.idle_check_interval`` s, at most
 ``sandbox.replicas`` containers active + warm) and are removed on :meth:`shutdown`.
 File operations use the host folders directly, like ``local``.
+
+Containers are named and labelled by their provider's owner id (see :mod:`.owner`), so
+processes sharing one ``DEER_FLOW_HOME`` each have their own; at start a provider removes
+the containers of this home whose owner process is dead (crashed or killed), never a live peer's.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from deerflow_nb.sandbox.docker_runner import RunnerConnection, is_saturated, re
 from deerflow_nb.sandbox.env_policy import mask_values
 from deerflow_nb.sandbox.isolation import LimitEvents, add_limit_notes, isolated_env
 from deerflow_nb.sandbox.local import LocalSandbox, LocalSandboxProvider
+from deerflow_nb.sandbox.owner import owner_alive, process_owner_id
 from deerflow_nb.sandbox.paths import VIRTUAL_SKILLS, VIRTUAL_WORKSPACE
 from deerflow_nb.sandbox.warm_pool import WarmPool
 
@@ -150,8 +155,11 @@ class DockerSandboxProvider(LocalSandboxProvider):
         paths: Paths,
         skills_root: Path | None = None,
         max_cached: int = 256,
+        owner: str | None = None,
     ) -> None:
         super().__init__(config, paths=paths, skills_root=skills_root, max_cached=max_cached)
+        #: Who owns this provider's containers (default: this process, see :mod:`.owner`).
+        self.owner = owner or process_owner_id()
         extra = self.config.model_extra or {}
         self.client = connect_docker(extra.get("docker_host"), timeout=float(extra.get("docker_timeout", 30)))
         self.tmp_size_mb = int(extra.get("tmp_size_mb", 256))
@@ -168,7 +176,7 @@ class DockerSandboxProvider(LocalSandboxProvider):
         )
         self._closed = False
         self._home_tag = hashlib.sha256(str(paths.home.resolve()).encode()).hexdigest()[:12]
-        self._cleanup_stopped()
+        self._reap_dead_owners()
         atexit.register(_shutdown_if_alive, weakref.ref(self))
 
     # -- lifecycle --------------------------------------------------------------------
@@ -239,8 +247,9 @@ class DockerSandboxProvider(LocalSandboxProvider):
     # -- containers -------------------------------------------------------------------
 
     def container_name(self, user_id: str, thread_id: str | None) -> str:
-        """A stable, Docker-safe name for the container of ``(home, user, thread)``."""
-        digest = hashlib.sha256(f"{self._home_tag}\0{user_id}\0{thread_id or ''}".encode()).hexdigest()[:16]
+        """A stable, Docker-safe name for this owner's container of ``(home, user, thread)``."""
+        key = f"{self._home_tag}\0{self.owner}\0{user_id}\0{thread_id or ''}"
+        digest = hashlib.sha256(key.encode()).hexdigest()[:16]
         return f"deerflow-nb-{digest}"
 
     def ensure_runner(self, sandbox: DockerSandbox) -> RunnerConnection:
@@ -275,7 +284,7 @@ class DockerSandboxProvider(LocalSandboxProvider):
         assert isinstance(sandbox, DockerSandbox)
         sandbox.provider = self
         name = self.container_name(user_id, thread_id)
-        self._remove_by_name(name)  # a leftover from a crashed process: its files live on the host
+        self._remove_by_name(name)  # this owner's leftover (a failed start): its files live on the host
         try:
             sandbox.container = self.client.containers.create(**self._container_spec(sandbox, name))
             sandbox.container.start()
@@ -320,7 +329,8 @@ class DockerSandboxProvider(LocalSandboxProvider):
             "memswap_limit": memory,
             "nano_cpus": int(cfg.cpus * 1e9),
             "pids_limit": cfg.pids_limit,
-            "labels": {_LABEL: "1", f"{_LABEL}.home": self._home_tag, f"{_LABEL}.key": sandbox.key},
+            "labels": {_LABEL: "1", f"{_LABEL}.home": self._home_tag, f"{_LABEL}.key": sandbox.key,
+                       f"{_LABEL}.owner": self.owner},
             "detach": True,
         }
 
@@ -360,16 +370,26 @@ class DockerSandboxProvider(LocalSandboxProvider):
             if type(exc).__name__ != "NotFound":
                 _log.warning("docker sandbox: cannot remove stale container %s: %s", name, exc)
 
-    def _cleanup_stopped(self) -> None:
-        """Remove exited containers of this home left by processes that crashed."""
+    def _reap_dead_owners(self) -> None:
+        """Remove this home's containers whose owner process is dead (a live or unknown owner's stay).
+
+        A container without an owner label (an older version's) goes only once it exited.
+        """
         try:
-            stale = self.client.containers.list(
-                all=True, filters={"label": f"{_LABEL}.home={self._home_tag}", "status": "exited"}
-            )
+            found = self.client.containers.list(all=True, filters={"label": f"{_LABEL}.home={self._home_tag}"})
         except Exception as exc:
             _log.debug("docker sandbox: cannot list stale containers: %s", exc)
             return
-        for container in stale:
+        for container in found:
+            labels = container.labels or {}
+            owner = labels.get(f"{_LABEL}.owner")
+            if owner == self.owner:
+                continue
+            if owner is None and container.status != "exited":
+                continue
+            if owner is not None and owner_alive(owner) is not False:
+                continue
+            _log.info("docker sandbox: removing %s (its owner %s is gone)", container.name, owner or "unknown")
             try:
                 container.remove(force=True, v=True)
             except Exception as exc:
