@@ -129,7 +129,10 @@ class Backend(Protocol):
 
         ``list_models``, ``get_model``, ``list_skills``, ``get_skill``, ``update_skill``,
         ``uninstall_skill``, ``get_memory``, ``reload_memory``, ``get_memory_config``,
-        ``get_memory_status``, ``get_mcp_config``, ``update_mcp_config``, ``health``.
+        ``get_memory_status``, the ``agent.memory`` answers (``memory_data``, ``list_memory_facts``,
+        ``add_memory_fact``, ... ``flush_memory``), ``get_mcp_config``, ``update_mcp_config``,
+        ``list_mcp_tools``, ``reload_mcp``, ``list_subagents``, ``health``. Arguments are the
+        method's after ``user_id``; edits take their request body (a mapping) last.
         """
 
     async def install_skill(self, archive: str | os.PathLike[str]) -> dict[str, Any]:
@@ -139,7 +142,7 @@ class Backend(Protocol):
         """The user's skills as :class:`~deerflow_nb.skills.types.Skill` objects (public first)."""
 
     def local(self, feature: str) -> Any:
-        """A service of this process (``memory``, ``mcp``, ``skills``, ``subagents``).
+        """A service of this process (``skills``, ``subagents``, ``runtime``): Python objects and host paths.
 
         Over HTTP: :class:`~deerflow_nb.errors.UsageError` saying the capability is local.
         """

@@ -2,9 +2,11 @@
 
 Each is written once over the client's :class:`~deerflow_nb.client.backend.Backend`;
 the facade's dict-returning "gateway-equivalent" methods are one-line delegates to them.
-A few parts exist only where the agent runs (memory facts and the update queue, MCP
-tool discovery, the subagent model override): over HTTP they raise
-:class:`~deerflow_nb.errors.UsageError` saying so (see ``docs/api.md``).
+Every answer comes from :class:`~deerflow_nb.runtime.gateway.Gateway` through
+``backend.gateway(name, ...)``: in process for an embedded client, over the matching
+route for ``DeerFlow.connect()``. Genuinely local (Python objects or host paths), so
+embedded only, :class:`~deerflow_nb.errors.UsageError` over HTTP: ``subagents.model``
+and ``skills.public_root`` / ``custom_root`` (see ``docs/api.md``).
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from deerflow_nb.memory.client import FactList
+from deerflow_nb.memory.facts import Fact
+from deerflow_nb.memory.storage import CACHED
 from deerflow_nb.skills.client import SkillList
 
 if TYPE_CHECKING:
     from deerflow_nb.client.backend import Backend
-    from deerflow_nb.memory.client import FactList
     from deerflow_nb.skills.types import Skill
     from deerflow_nb.subagents.plugin import ModelOverride
 
@@ -115,21 +119,24 @@ class Skills(_Feature):
 
 
 class Memory(_Feature):
-    """The user's long-term memory.
+    """The user's long-term memory, the same in both modes (the ``/memory`` routes).
 
-    Both modes: :meth:`document`, :meth:`reload_document`, :meth:`settings`, :meth:`overview`
-    (the ``/memory`` routes). Embedded only: facts, search, edits and the update queue.
+    Reads (:attr:`data`, :attr:`facts`, :meth:`search`, :meth:`preview`, :meth:`export`),
+    edits (:meth:`add_fact`, :meth:`update_fact`, :meth:`delete_fact`, :meth:`set_summary`,
+    :meth:`clear`, :meth:`import_`) and the update queue (:meth:`status`, :meth:`flush`).
+    Edits are validated before anything is written (:class:`~deerflow_nb.errors.UsageError`
+    naming the field); an unknown fact is :class:`~deerflow_nb.errors.NotFoundError`, a
+    stale ``expected_revision`` :class:`~deerflow_nb.memory.MemoryConflictError` (a
+    :class:`~deerflow_nb.errors.ConflictError`).
     """
 
     def __repr__(self) -> str:
         return "<Memory>"
 
-    def _local(self) -> Any:
-        from deerflow_nb.memory.client import MemoryClient
+    def _call(self, name: str, *args: Any) -> Any:
+        return self._run(self._backend.gateway(name, *args), f"Memory.{name}")
 
-        return MemoryClient(self._backend.local("memory"), self._backend.user_id, self._loop)
-
-    # -- both modes (the /memory routes) --------------------------------------------------
+    # -- DeerFlow's gateway shapes ---------------------------------------------------------
     def document(self) -> dict[str, Any]:
         """The memory document as ``GET /memory`` returns it."""
         return self._run(self._backend.gateway("get_memory"), "DeerFlow.get_memory")  # type: ignore[no-any-return]
@@ -149,72 +156,82 @@ class Memory(_Feature):
         return self._run(self._backend.gateway("get_memory_status"),  # type: ignore[no-any-return]
                          "DeerFlow.get_memory_status")
 
-    # -- embedded only ----------------------------------------------------------------------
+    # -- reading ---------------------------------------------------------------------------
     @property
     def data(self) -> dict[str, Any]:
         """``memory.json``: ``version``, ``revision``, ``lastUpdated``, ``user`` and ``history`` summaries."""
-        return self._local().data  # type: ignore[no-any-return]
+        return self._call("memory_data")  # type: ignore[no-any-return]
 
     @property
     def facts(self) -> FactList:
         """Every fact (default agent bucket), oldest first."""
-        return self._local().facts  # type: ignore[no-any-return]
+        return FactList.from_records(self._call("list_memory_facts")["facts"])
 
     def search(self, query: str, limit: int = 10) -> FactList:
-        """Facts relevant to ``query`` (full-text ranking)."""
-        return self._local().search(query, limit)  # type: ignore[no-any-return]
+        """Facts relevant to ``query`` (full-text ranking), at most ``limit`` (1-1000)."""
+        return FactList.from_records(self._call("search_memory_facts", query, limit)["facts"])
 
     def preview(self, message: str = "") -> str | None:
-        """The ``<memory>`` block a new thread starting with ``message`` would get."""
-        return self._local().preview(message)  # type: ignore[no-any-return]
+        """The ``<memory>`` block a new thread starting with ``message`` would get (``None``: nothing yet)."""
+        return self._call("memory_preview", message)["memory"]  # type: ignore[no-any-return]
 
     def reload(self) -> dict[str, Any]:
         """Re-read memory from disk (after editing the files by hand); returns :attr:`data`."""
-        return self._local().reload()  # type: ignore[no-any-return]
+        self._call("reload_memory")
+        return self.data
 
     def export(self) -> dict[str, Any]:
         """Summaries and facts as one JSON-ready dict (``import_`` takes it back)."""
-        return self._local().export()  # type: ignore[no-any-return]
+        return self._call("export_memory")  # type: ignore[no-any-return]
 
     def config(self) -> dict[str, Any]:
-        """The ``memory`` config section in effect."""
-        return self._local().config()  # type: ignore[no-any-return]
+        """The ``memory`` config section in effect (every key)."""
+        return self._call("memory_section")  # type: ignore[no-any-return]
 
     def status(self) -> dict[str, Any]:
         """Queue and store status: pending updates, last error, fact count, revision."""
-        return self._local().status()  # type: ignore[no-any-return]
+        return self._call("memory_queue_status")  # type: ignore[no-any-return]
 
-    def add_fact(self, content: str, **kwargs: Any) -> Any:
-        """Remember a fact (``category=``, ``confidence=``)."""
-        return self._local().add_fact(content, **kwargs)
+    # -- editing ---------------------------------------------------------------------------
+    def add_fact(self, content: str, *, category: str = "context", confidence: float = 1.0) -> Fact:
+        """Remember a fact (content already known returns the existing fact)."""
+        reply = self._call("add_memory_fact", {"content": content, "category": category, "confidence": confidence})
+        return Fact(**reply)
 
-    def update_fact(self, fact_id: str, **kwargs: Any) -> Any:
-        """Change a fact (``content=``, ``category=``, ``confidence=``, ``expected_revision=``)."""
-        return self._local().update_fact(fact_id, **kwargs)
+    def update_fact(self, fact_id: str, *, content: str | None = None, category: str | None = None,
+                    confidence: float | None = None, expected_revision: Any = CACHED) -> Fact:
+        """Change a fact; ``expected_revision`` (default: the revision last read; ``None``: no check)."""
+        body = {k: v for k, v in (("content", content), ("category", category), ("confidence", confidence))
+                if v is not None}
+        if expected_revision is not CACHED:
+            body["expected_revision"] = expected_revision
+        return Fact(**self._call("update_memory_fact", fact_id, body))
 
-    def delete_fact(self, fact_id: str, **kwargs: Any) -> None:
+    def delete_fact(self, fact_id: str, *, expected_revision: Any = CACHED) -> None:
         """Forget a fact."""
-        self._local().delete_fact(fact_id, **kwargs)
+        self._call("delete_memory_fact", fact_id,
+                   {} if expected_revision is CACHED else {"expected_revision": expected_revision})
 
     def set_summary(self, section: str, text: str) -> dict[str, Any]:
-        """Replace one summary (``workContext``, ``personalContext``, ``topOfMind``, ...)."""
-        return self._local().set_summary(section, text)  # type: ignore[no-any-return]
+        """Replace one summary (``workContext``, ``personalContext``, ``topOfMind``, ``recentMonths``, ...)."""
+        return self._call("set_memory_summary", section, {"text": text})  # type: ignore[no-any-return]
 
     def clear(self) -> None:
         """Forget everything (summaries and facts)."""
-        self._local().clear()
+        self._call("clear_memory")
 
     def import_(self, data: Mapping[str, Any]) -> None:
-        """Replace memory with ``data`` (the shape :meth:`export` returns)."""
-        self._local().import_(data)
+        """Replace memory with ``data`` (the shape :meth:`export` returns); validated before anything changes."""
+        self._call("import_memory", dict(data) if isinstance(data, Mapping) else data)
 
+    # -- updates ---------------------------------------------------------------------------
     def flush(self) -> int:
-        """Process queued conversations now instead of after the debounce delay."""
-        return self._local().flush()  # type: ignore[no-any-return]
+        """Process queued conversations now instead of after the debounce delay; how many were processed."""
+        return int(self._call("flush_memory")["processed"])
 
     async def aflush(self) -> int:
         """Async twin of :meth:`flush`."""
-        return await self._local().aflush()  # type: ignore[no-any-return]
+        return int((await self._loop.arun(self._backend.gateway("flush_memory")))["processed"])
 
 
 class Mcp(_Feature):
@@ -241,45 +258,40 @@ class Mcp(_Feature):
         """Replace the servers; returns them."""
         return dict(self.update_mcp_config(servers)["mcp_servers"])
 
-    # -- embedded only (tools are discovered where the agent runs) -------------------------
+    # -- tools (discovered where the agent runs: the server, over HTTP) --------------------
+    def list_tools(self) -> dict[str, Any]:
+        """``{"tools": [...], "errors": {...}}`` as ``GET /mcp/tools`` returns it (discovers them if needed)."""
+        return self._run(self._backend.gateway("list_mcp_tools"), "Mcp.list_tools")  # type: ignore[no-any-return]
+
     def tools(self) -> list[dict[str, Any]]:
         """The MCP tools the agent gets: name, server, description."""
-        return self._backend.local("mcp").tools()  # type: ignore[no-any-return]
-
-    def list_tools(self) -> dict[str, Any]:
-        """``{"tools": [...], "errors": {...}}``."""
-        return self._backend.local("mcp").list_tools()  # type: ignore[no-any-return]
+        return list(self.list_tools()["tools"])
 
     @property
     def errors(self) -> dict[str, str]:
-        """Why servers failed to load, by server name."""
-        return self._backend.local("mcp").errors  # type: ignore[no-any-return]
+        """Why servers failed to load, by server name (after discovering the tools if needed)."""
+        return dict(self.list_tools()["errors"])
 
     def reload(self) -> None:
-        """Forget the loaded tools (the next run reloads them)."""
-        self._backend.local("mcp").reload()
+        """Forget the loaded tools (the next run or listing discovers them again)."""
+        self._run(self._backend.gateway("reload_mcp"), "Mcp.reload")
 
 
 class Subagents(_Feature):
-    """``agent.subagents``: the available subagent types and an optional model override (embedded only)."""
+    """``agent.subagents``: the available subagent types (both modes) and a model override (embedded only)."""
 
     def list(self) -> list[dict[str, Any]]:
-        """Built-in and custom subagents: name, description, tools, model and budgets."""
-        from deerflow_nb.subagents import resolve_limits, resolve_subagents
-
-        config = self._backend.local("runtime").config
-        limits = resolve_limits(config)
-        return [{"name": s.name, "description": s.description, "tools": s.tools, "model": s.model,
-                 "max_turns": s.max_turns or limits.max_turns,
-                 "timeout_seconds": s.timeout_seconds or limits.timeout_seconds}
-                for s in resolve_subagents(config).values()]
+        """Built-in and custom subagents: name, description, tools, model and budgets (``GET /subagents``)."""
+        return list(self._run(self._backend.gateway("list_subagents"), "Subagents.list")["subagents"])
 
     @property
     def model(self) -> ModelOverride | None:
-        """The model every subagent uses instead of its default, or ``None``.
+        """The model every subagent uses instead of its default, or ``None`` (embedded only).
 
         A chat model, or a ``(spec, parent_context) -> model`` factory. With ``None`` a
-        subagent uses its spec's ``model``, else the lead's.
+        subagent uses its spec's ``model``, else the lead's. A Python object cannot travel
+        to a server: over HTTP reading or setting it raises :class:`~deerflow_nb.errors.UsageError`
+        (configure ``subagents.custom[].model`` in the server's ``config.yaml`` instead).
         """
         return self._backend.local("subagents").model  # type: ignore[no-any-return]
 

@@ -15,6 +15,7 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import httpx
 
@@ -38,15 +39,28 @@ _CHUNK_ONLY = ("tool_call_chunks", "chunk_position")
 
 _RUN_OPTIONS = frozenset({"model_name", "thinking_enabled", "plan_mode", "subagent_enabled", "recursion_limit",
                           "non_interactive", "timeout"})
-#: DeerFlow routes without a thread: name -> (method, path; ``{}`` takes the first argument).
-_ROUTES: dict[str, tuple[str, str]] = {
-    "list_models": ("GET", "/models"), "get_model": ("GET", "/models/{}"),
-    "list_skills": ("GET", "/skills"), "get_skill": ("GET", "/skills/{}"),
-    "update_skill": ("PUT", "/skills/{}"), "uninstall_skill": ("DELETE", "/skills/{}"),
-    "get_memory": ("GET", "/memory"), "reload_memory": ("POST", "/memory/reload"),
-    "get_memory_config": ("GET", "/memory/config"), "get_memory_status": ("GET", "/memory/status"),
-    "get_mcp_config": ("GET", "/mcp/config"), "update_mcp_config": ("PUT", "/mcp/config"),
-    "health": ("GET", "/health"),
+#: DeerFlow routes without a thread: name -> (method, path, what the remaining arguments are).
+#: ``{}`` in the path takes the first argument; then ``""``: nothing more, ``"*"``: the JSON body,
+#: another string: the one field of the body, a tuple: query parameters in that order.
+_ROUTES: dict[str, tuple[str, str, str | tuple[str, ...]]] = {
+    "list_models": ("GET", "/models", ""), "get_model": ("GET", "/models/{}", ""),
+    "list_skills": ("GET", "/skills", ""), "get_skill": ("GET", "/skills/{}", ""),
+    "update_skill": ("PUT", "/skills/{}", "enabled"), "uninstall_skill": ("DELETE", "/skills/{}", ""),
+    "get_memory": ("GET", "/memory", ""), "reload_memory": ("POST", "/memory/reload", ""),
+    "get_memory_config": ("GET", "/memory/config", ""), "get_memory_status": ("GET", "/memory/status", ""),
+    "memory_data": ("GET", "/memory/data", ""), "list_memory_facts": ("GET", "/memory/facts", ""),
+    "search_memory_facts": ("GET", "/memory/facts", ("query", "limit")),
+    "memory_preview": ("GET", "/memory/preview", ("message",)), "export_memory": ("GET", "/memory/export", ""),
+    "import_memory": ("POST", "/memory/import", "*"), "memory_section": ("GET", "/memory/section", ""),
+    "memory_queue_status": ("GET", "/memory/queue", ""), "add_memory_fact": ("POST", "/memory/facts", "*"),
+    "update_memory_fact": ("PATCH", "/memory/facts/{}", "*"),
+    "delete_memory_fact": ("DELETE", "/memory/facts/{}", "*"),
+    "set_memory_summary": ("PUT", "/memory/summaries/{}", "*"), "clear_memory": ("DELETE", "/memory", ""),
+    "flush_memory": ("POST", "/memory/flush", ""),
+    "get_mcp_config": ("GET", "/mcp/config", ""), "update_mcp_config": ("PUT", "/mcp/config", "mcp_servers"),
+    "list_mcp_tools": ("GET", "/mcp/tools", ""), "reload_mcp": ("POST", "/mcp/reload", ""),
+    "list_subagents": ("GET", "/subagents", ""),
+    "health": ("GET", "/health", ""),
 }
 
 
@@ -338,15 +352,13 @@ class HttpBackend:
     # -- DeerFlow routes -----------------------------------------------------------------
     async def gateway(self, name: str, *args: Any) -> Any:
         """The route of ``name`` (see :data:`_ROUTES`)."""
-        method, path = _ROUTES[name]
+        method, path, rest = _ROUTES[name]
         if "{}" in path:
-            path, args = path.format(args[0]), args[1:]
-        body: Any = None
-        if name == "update_skill":
-            body = {"enabled": bool(args[0])}
-        elif name == "update_mcp_config":
-            body = {"mcp_servers": dict(args[0])}
-        return await self.request(method, path, body)
+            path, args = path.format(quote(str(args[0]), safe="")), args[1:]
+        if isinstance(rest, tuple):
+            return await self.request(method, path, None, **dict(zip(rest, args, strict=False)))
+        body = None if not rest else args[0] if rest == "*" else {rest: args[0]}
+        return await self.request(method, path, dict(body) if isinstance(body, Mapping) else body)
 
     async def install_skill(self, archive: str | os.PathLike[str]) -> dict[str, Any]:
         """``POST /skills/install`` (multipart ``file``)."""
@@ -366,9 +378,9 @@ class HttpBackend:
         return [skill_from_response(item) for item in data["skills"]]
 
     def local(self, feature: str) -> Any:
-        """Nothing is local over HTTP."""
-        raise UsageError(f"agent.{feature} runs inside the Jupyter server: this part of it is only available "
-                         "to an embedded DeerFlow(); over HTTP use the methods documented in docs/api.md")
+        """Nothing is local over HTTP: Python objects and host paths stay on the server."""
+        raise UsageError(f"this part of agent.{feature} is a Python object or host path of the process that runs "
+                         "the agent: only an embedded DeerFlow() has it (see docs/api.md, 'What is genuinely local')")
 
     async def aclose(self) -> None:
         """Close the HTTP connection pools."""

@@ -27,12 +27,17 @@ __all__ = ["LocalBackend"]
 
 _KEEP_RECORDS = 256
 
+#: The user's memory (``agent.memory``): local file work, scoped to the client's user.
+_MEMORY_EDITS = ("memory_data", "list_memory_facts", "search_memory_facts", "memory_preview", "export_memory",
+                 "import_memory", "memory_queue_status", "add_memory_fact", "update_memory_fact",
+                 "delete_memory_fact", "set_memory_summary", "clear_memory")
 #: The synchronous gateway answers (local file work only): run in a worker thread, off the loop.
 _SYNC_GATEWAY = frozenset({"list_models", "get_model", "list_skills", "get_skill", "update_skill",
                            "uninstall_skill", "get_memory", "reload_memory", "get_memory_config",
-                           "get_memory_status", "get_mcp_config"})
+                           "get_memory_status", "get_mcp_config", *_MEMORY_EDITS, "memory_section",
+                           "reload_mcp", "list_subagents"})
 _USER_SCOPED = frozenset({"list_skills", "get_skill", "update_skill", "uninstall_skill", "get_memory",
-                          "reload_memory", "get_memory_status", "health"})
+                          "reload_memory", "get_memory_status", "health", *_MEMORY_EDITS})
 
 
 class LocalBackend:
@@ -193,8 +198,8 @@ class LocalBackend:
             return self.runtime.skill_manager(self.user_id)
         if feature == "runtime":
             return self.runtime
-        if feature in {"memory", "mcp", "subagents"}:
-            return getattr(self.runtime, feature)
+        if feature == "subagents":
+            return self.runtime.subagents
         raise UsageError(f"unknown local feature {feature!r}")
 
     async def aclose(self) -> None:

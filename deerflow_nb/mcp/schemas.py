@@ -6,7 +6,7 @@ from pydantic import BaseModel, Field
 
 from deerflow_nb.config.extensions import McpServerConfig
 
-__all__ = ["McpConfigResponse", "McpConfigUpdateRequest", "McpToolInfo", "McpToolsResponse"]
+__all__ = ["McpConfigResponse", "McpConfigUpdateRequest", "McpReloadResponse", "McpToolInfo", "McpToolsResponse"]
 
 
 class McpConfigResponse(BaseModel):
@@ -34,3 +34,9 @@ class McpToolsResponse(BaseModel):
 
     tools: list[McpToolInfo] = Field(default_factory=list)
     errors: dict[str, str] = Field(default_factory=dict)
+
+
+class McpReloadResponse(BaseModel):
+    """``POST /mcp/reload``: the discovered tools were forgotten (the next run or listing discovers them)."""
+
+    success: bool

@@ -4,10 +4,13 @@
 (:class:`MemoryStorage`). After a run the conversation is queued
 (:class:`MemoryQueue`) and a model turns it into updates (:func:`run_update`); the
 next thread's first human message carries the ``<memory>`` block
-(:func:`build_injection`). ``agent.memory`` is :class:`MemoryClient`.
+(:func:`build_injection`). ``agent.memory`` is :class:`deerflow_nb.client.features.Memory`
+(the old name ``MemoryClient`` still imports, with a ``DeprecationWarning``).
 """
 
-from deerflow_nb.memory.client import FactList, MemoryClient
+from typing import Any
+
+from deerflow_nb.memory.client import FactList
 from deerflow_nb.memory.errors import MemoryConflictError, MemoryCorruptError, MemoryStoreError
 from deerflow_nb.memory.facts import CATEGORIES, Fact
 from deerflow_nb.memory.index import FactIndex, substring_search
@@ -26,7 +29,6 @@ __all__ = [
     "Fact",
     "FactIndex",
     "FactList",
-    "MemoryClient",
     "MemoryConflictError",
     "MemoryCorruptError",
     "MemoryPlugin",
@@ -45,3 +47,15 @@ __all__ = [
     "run_update",
     "substring_search",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "MemoryClient":  # the embedded-only class before agent.memory worked over HTTP too
+        import warnings
+
+        from deerflow_nb.client.features import Memory
+
+        warnings.warn("deerflow_nb.memory.MemoryClient is deerflow_nb.client.features.Memory (agent.memory)",
+                      DeprecationWarning, stacklevel=2)
+        return Memory
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

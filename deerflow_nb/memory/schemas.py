@@ -1,8 +1,10 @@
-"""Response models of the ``memory`` gateway routes and their SDK twins.
+"""Request and response models of the ``memory`` gateway routes and their SDK twins.
 
 ``DeerFlow.get_memory()`` / ``reload_memory()`` / ``get_memory_config()`` /
 ``get_memory_status()`` and ``GET /deerflow/api/memory``, ``POST /memory/reload``,
-``GET /memory/config``, ``GET /memory/status`` are built from these models.
+``GET /memory/config``, ``GET /memory/status`` are built from these models, and so are
+the ``agent.memory`` edits (``/memory/facts``, ``/memory/summaries``, ``/memory/import``):
+the same strict request models validate an embedded call and an HTTP body.
 """
 
 from __future__ import annotations
@@ -17,7 +19,20 @@ from deerflow_nb.memory.facts import Fact
 
 __all__ = [
     "ContextSection",
+    "FactCreateRequest",
+    "FactDeleteRequest",
+    "FactDeleteResponse",
+    "FactListResponse",
+    "FactRecord",
     "FactResponse",
+    "FactUpdateRequest",
+    "MemoryDataResponse",
+    "MemoryExportResponse",
+    "MemoryFlushResponse",
+    "MemoryImportRequest",
+    "MemoryPreviewResponse",
+    "MemoryQueueStatus",
+    "SummaryUpdateRequest",
     "HistoryContext",
     "MemoryConfigResponse",
     "MemoryResponse",
@@ -94,6 +109,135 @@ class MemoryStatusResponse(_Model):
 
     config: MemoryConfigResponse
     data: MemoryResponse
+
+
+# -- agent.memory (facts, summaries, import/export, queue) -----------------------------------
+_NOT_BLANK = r"\S"
+_REVISION_DOC = ("Refuse (409) unless the fact is still at this revision; null: no check; "
+                 "absent: the revision the server last read.")
+
+
+class FactRecord(_Model):
+    """One fact with every stored field (``agent.memory.facts`` rows)."""
+
+    id: str
+    content: str
+    category: str
+    confidence: float
+    createdAt: str
+    updatedAt: str
+    source: str
+    revision: int
+
+
+class FactListResponse(_Model):
+    """``GET /memory/facts``: every fact, oldest first, or the best matches of ``?query=``."""
+
+    facts: list[FactRecord]
+
+
+class FactCreateRequest(_Model):
+    """``POST /memory/facts`` (``agent.memory.add_fact``); content already known returns the existing fact."""
+
+    content: str = Field(min_length=1, max_length=10_000, pattern=_NOT_BLANK)
+    category: str = Field(default="context", min_length=1, max_length=100, pattern=_NOT_BLANK)
+    confidence: float = Field(default=1.0, ge=0, le=1)
+
+
+class FactUpdateRequest(_Model):
+    """``PATCH /memory/facts/{fact_id}`` (``agent.memory.update_fact``): the fields to change."""
+
+    content: str | None = Field(default=None, min_length=1, max_length=10_000, pattern=_NOT_BLANK)
+    category: str | None = Field(default=None, min_length=1, max_length=100, pattern=_NOT_BLANK)
+    confidence: float | None = Field(default=None, ge=0, le=1)
+    expected_revision: int | None = Field(default=None, ge=0, description=_REVISION_DOC)
+
+
+class FactDeleteRequest(_Model):
+    """``DELETE /memory/facts/{fact_id}`` (``agent.memory.delete_fact``); the body is optional."""
+
+    expected_revision: int | None = Field(default=None, ge=0, description=_REVISION_DOC)
+
+
+class FactDeleteResponse(_Model):
+    """``DELETE /memory/facts/{fact_id}``."""
+
+    success: bool
+    fact_id: str
+
+
+class SummaryUpdateRequest(_Model):
+    """``PUT /memory/summaries/{section}`` (``agent.memory.set_summary``)."""
+
+    text: str = Field(max_length=20_000)
+
+
+class ImportFact(_Model):
+    """One fact of an import (the shape ``export()`` gives; ``id`` is generated when absent)."""
+
+    id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+    content: str = Field(min_length=1, max_length=10_000, pattern=_NOT_BLANK)
+    category: str = Field(default="context", min_length=1, max_length=100, pattern=_NOT_BLANK)
+    confidence: float = Field(default=1.0, ge=0, le=1)
+    createdAt: str = ""
+    updatedAt: str = ""
+    source: str = "manual"
+    revision: int | None = Field(default=None, ge=0, description="Ignored: imported facts start at revision 1.")
+
+
+class MemoryImportRequest(_Model):
+    """``POST /memory/import`` (``agent.memory.import_``): replaces summaries and facts."""
+
+    version: str = "2.0"
+    revision: int | None = Field(default=None, description="Ignored (the export's revision).")
+    lastUpdated: str = ""
+    user: UserContext = Field(default_factory=UserContext)
+    history: HistoryContext = Field(default_factory=HistoryContext)
+    facts: list[ImportFact] = Field(default_factory=list, max_length=10_000)
+
+
+class MemoryDataResponse(_Model):
+    """``GET /memory/data`` (``agent.memory.data``): ``memory.json`` with its revision."""
+
+    version: str
+    revision: int
+    lastUpdated: str
+    user: UserContext
+    history: HistoryContext
+
+
+class MemoryExportResponse(MemoryDataResponse):
+    """``GET /memory/export`` (``agent.memory.export()``): summaries and every fact."""
+
+    facts: list[FactRecord]
+
+
+class MemoryPreviewResponse(_Model):
+    """``GET /memory/preview?message=``: the ``<memory>`` block a new thread would get (``null``: none)."""
+
+    memory: str | None
+
+
+class MemoryQueueStatus(_Model):
+    """``GET /memory/queue`` (``agent.memory.status()``): the update queue and the store."""
+
+    enabled: bool
+    mode: str
+    pending_updates: int
+    processing: bool
+    processed: int
+    last_error: str | None
+    last_flush_at: float | None
+    facts: int
+    revision: int
+    last_updated: str
+    path: str
+
+
+class MemoryFlushResponse(_Model):
+    """``POST /memory/flush`` (``agent.memory.flush()``): how many queued updates were processed."""
+
+    processed: int
 
 
 def memory_response(document: dict[str, Any], facts: Sequence[Fact]) -> MemoryResponse:

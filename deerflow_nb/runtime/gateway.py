@@ -9,17 +9,47 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from deerflow_nb.errors import NotFoundError
+from pydantic import BaseModel, ValidationError
+
+from deerflow_nb.errors import NotFoundError, UsageError
 
 if TYPE_CHECKING:
+    from deerflow_nb.memory.storage import MemoryStorage
     from deerflow_nb.runtime.engine import Runtime
     from deerflow_nb.uploads import ThreadUploads, UploadSource
     from deerflow_nb.usage import Since
 
-__all__ = ["Gateway", "empty_changes"]
+__all__ = ["MAX_SEARCH_LIMIT", "Gateway", "empty_changes", "validated"]
+
+#: The most facts one memory search returns.
+MAX_SEARCH_LIMIT = 1000
+_FACT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+M = TypeVar("M", bound=BaseModel)
+
+
+def validated(model: type[M], data: M | Mapping[str, Any], what: str) -> M:
+    """``data`` as ``model`` (strict); :class:`UsageError` naming the bad field otherwise.
+
+    The HTTP handlers validate the same models first (422 naming the field), so an embedded
+    call and a request body are refused alike, before anything is stored.
+    """
+    if isinstance(data, model):
+        return data
+    try:
+        return model.model_validate(data, strict=True)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or what}: {e['msg']}" for e in exc.errors())
+        raise UsageError(f"invalid {what}: {problems}") from None
+
+
+def _fact_id(fact_id: str) -> str:
+    if not isinstance(fact_id, str) or not _FACT_ID.match(fact_id):
+        raise UsageError(f"fact_id: invalid fact id {fact_id!r}: use letters, digits, '_' or '-'")
+    return fact_id
 
 
 def empty_changes(thread_id: str, run_id: str | None = None, status: str | None = None) -> dict[str, Any]:
@@ -120,6 +150,118 @@ class Gateway:
 
         return MemoryStatusResponse(config=self._memory_config(), data=self._memory_data(user_id)).model_dump()
 
+    # -- memory editing (agent.memory) ---------------------------------------------------
+    def _storage(self, user_id: str) -> MemoryStorage:
+        return self.runtime.memory.storage(user_id)
+
+    def _changed(self) -> None:
+        self.runtime.memory.forget_frozen()  # new threads see the edit; running ones keep their block
+
+    def memory_data(self, user_id: str) -> dict[str, Any]:
+        """``memory.json`` with its revision (``GET /memory/data``)."""
+        return self._storage(user_id).document()
+
+    def list_memory_facts(self, user_id: str) -> dict[str, Any]:
+        """``{"facts": [...]}``, oldest first (``GET /memory/facts``)."""
+        return {"facts": [f.to_dict() for f in self._storage(user_id).facts()]}
+
+    def search_memory_facts(self, user_id: str, query: str, limit: int = 10) -> dict[str, Any]:
+        """``{"facts": [...]}`` relevant to ``query``, best first (``GET /memory/facts?query=&limit=``)."""
+        if not isinstance(query, str):
+            raise UsageError("query: must be a string")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_SEARCH_LIMIT:
+            raise UsageError(f"limit: must be an integer between 1 and {MAX_SEARCH_LIMIT}")
+        return {"facts": [f.to_dict() for f in self._storage(user_id).search(query, limit)]}
+
+    def memory_preview(self, user_id: str, message: str = "") -> dict[str, Any]:
+        """``{"memory": block or None}``: what a new thread starting with ``message`` would get."""
+        if not isinstance(message, str):
+            raise UsageError("message: must be a string")
+        return {"memory": self.runtime.memory.injection_for(user_id, message)}
+
+    def export_memory(self, user_id: str) -> dict[str, Any]:
+        """Summaries and facts as one JSON-ready dict (``GET /memory/export``)."""
+        return self._storage(user_id).export()
+
+    def import_memory(self, user_id: str, data: Any) -> dict[str, Any]:
+        """Replace memory with an export (``POST /memory/import``); validated first; returns the data."""
+        from deerflow_nb.memory.schemas import MemoryImportRequest
+
+        body = validated(MemoryImportRequest, data, "memory import")
+        self._storage(user_id).import_(body.model_dump(exclude_none=True))
+        self._changed()
+        return self.memory_data(user_id)
+
+    def memory_section(self) -> dict[str, Any]:
+        """Every key of the ``memory`` config section in effect (``GET /memory/section``)."""
+        return self.runtime.memory.config.model_dump(mode="json")
+
+    def memory_queue_status(self, user_id: str) -> dict[str, Any]:
+        """The update queue and the store (``GET /memory/queue``)."""
+        from deerflow_nb.memory.schemas import MemoryQueueStatus
+
+        service, storage = self.runtime.memory, self._storage(user_id)
+        queue, data = service.queue, storage.document()
+        return MemoryQueueStatus(
+            enabled=service.config.enabled, mode=service.config.mode, pending_updates=queue.pending,
+            processing=queue.processing, processed=queue.processed, last_error=queue.last_error,
+            last_flush_at=queue.last_flush_at, facts=len(storage.facts()), revision=data["revision"],
+            last_updated=data["lastUpdated"], path=str(storage.memory_file)).model_dump()
+
+    def add_memory_fact(self, user_id: str, data: Any) -> dict[str, Any]:
+        """Remember a fact (``POST /memory/facts``); known content returns the existing fact."""
+        from deerflow_nb.memory.schemas import FactCreateRequest
+
+        body = validated(FactCreateRequest, data, "fact")
+        fact = self._storage(user_id).add_fact(body.content, category=body.category, confidence=body.confidence,
+                                               source="manual")
+        self._changed()
+        return fact.to_dict()
+
+    def update_memory_fact(self, user_id: str, fact_id: str, data: Any) -> dict[str, Any]:
+        """Change a fact (``PATCH /memory/facts/{id}``); 404 unknown, 409 on a revision mismatch."""
+        from deerflow_nb.memory.schemas import FactUpdateRequest
+        from deerflow_nb.memory.storage import CACHED
+
+        body = validated(FactUpdateRequest, data, "fact update")
+        expected = body.expected_revision if "expected_revision" in body.model_fields_set else CACHED
+        fact = self._storage(user_id).update_fact(_fact_id(fact_id), content=body.content, category=body.category,
+                                                  confidence=body.confidence, expected_revision=expected)
+        self._changed()
+        return fact.to_dict()
+
+    def delete_memory_fact(self, user_id: str, fact_id: str, data: Any = None) -> dict[str, Any]:
+        """Forget a fact (``DELETE /memory/facts/{id}``); 404 unknown, 409 on a revision mismatch."""
+        from deerflow_nb.memory.schemas import FactDeleteRequest, FactDeleteResponse
+        from deerflow_nb.memory.storage import CACHED
+
+        body = validated(FactDeleteRequest, data or {}, "fact delete")
+        expected = body.expected_revision if "expected_revision" in body.model_fields_set else CACHED
+        self._storage(user_id).delete_fact(_fact_id(fact_id), expected_revision=expected)
+        self._changed()
+        return FactDeleteResponse(success=True, fact_id=fact_id).model_dump()
+
+    def set_memory_summary(self, user_id: str, section: str, data: Any) -> dict[str, Any]:
+        """Replace one summary (``PUT /memory/summaries/{section}``); returns the data."""
+        from deerflow_nb.memory.document import section_of
+        from deerflow_nb.memory.schemas import SummaryUpdateRequest
+
+        body = validated(SummaryUpdateRequest, data, "summary")
+        section_of(section)  # an unknown section is refused before anything is written
+        document = self._storage(user_id).update_summary({section: body.text})
+        self._changed()
+        return document
+
+    def clear_memory(self, user_id: str) -> dict[str, Any]:
+        """Forget every summary and fact (``DELETE /memory``); returns the (empty) data."""
+        self._storage(user_id).clear()
+        self._changed()
+        return self.memory_data(user_id)
+
+    async def flush_memory(self) -> dict[str, Any]:
+        """Process the queued conversations now (``POST /memory/flush``): ``{"processed": n}``."""
+        return {"processed": int(await self.runtime.memory.queue.flush())}
+
     # -- MCP -----------------------------------------------------------------------------
     def get_mcp_config(self) -> dict[str, Any]:
         """``{"mcp_servers": {...}}`` (``GET /mcp/config``)."""
@@ -128,6 +270,31 @@ class Gateway:
     async def update_mcp_config(self, servers: Mapping[str, Any]) -> dict[str, Any]:
         """Replace the MCP servers (``PUT /mcp/config``); the agent is rebuilt with the new tools."""
         return await self.runtime.mcp.aupdate_mcp_config(servers)
+
+    async def list_mcp_tools(self) -> dict[str, Any]:
+        """``{"tools": [...], "errors": {...}}`` (``GET /mcp/tools``): discovered where the agent runs."""
+        return await asyncio.to_thread(self.runtime.mcp.list_tools)
+
+    def reload_mcp(self) -> dict[str, Any]:
+        """Forget the discovered tools (``POST /mcp/reload``); the next run or listing discovers them again."""
+        from deerflow_nb.mcp.schemas import McpReloadResponse
+
+        self.runtime.mcp.reload()
+        return McpReloadResponse(success=True).model_dump()
+
+    # -- subagents -----------------------------------------------------------------------
+    def list_subagents(self) -> dict[str, Any]:
+        """``{"subagents": [...]}``: built-in and custom types with their budgets (``GET /subagents``)."""
+        from deerflow_nb.subagents import resolve_limits, resolve_subagents
+        from deerflow_nb.subagents.schemas import SubagentInfo, SubagentsResponse
+
+        config = self.runtime.config
+        limits = resolve_limits(config)
+        return SubagentsResponse(subagents=[
+            SubagentInfo(name=s.name, description=s.description, tools=s.tools, model=s.model,
+                         max_turns=s.max_turns or limits.max_turns,
+                         timeout_seconds=s.timeout_seconds or limits.timeout_seconds)
+            for s in resolve_subagents(config).values()]).model_dump()
 
     # -- thread files --------------------------------------------------------------------
     async def uploads(self, user_id: str, thread_id: str) -> ThreadUploads:

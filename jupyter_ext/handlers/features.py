@@ -1,4 +1,4 @@
-"""DeerFlow routes: health, models, skills, memory, MCP config, uploads, artifacts, feedback.
+"""DeerFlow routes: health, models, skills, memory, MCP, subagents, uploads, artifacts, feedback.
 
 Each route calls the same functions as the matching ``DeerFlow`` dict method (so the
 HTTP body equals the embedded result), scoped to the requesting user.
@@ -10,6 +10,7 @@ import asyncio
 import math
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -18,8 +19,16 @@ from jupyter_server.auth.decorator import authorized
 from pydantic import BaseModel, ConfigDict
 from tornado import web
 
+from deerflow_nb.runtime.gateway import MAX_SEARCH_LIMIT
 from jupyter_ext.handlers.base import API, DeerFlowHandler, api_method, http_error
-from jupyter_ext.schemas import FeedbackRequest
+from jupyter_ext.schemas import (
+    FactCreateRequest,
+    FactDeleteRequest,
+    FactUpdateRequest,
+    FeedbackRequest,
+    MemoryImportRequest,
+    SummaryUpdateRequest,
+)
 
 __all__ = ["ACTIVE_CONTENT_TYPES", "default_handlers"]
 
@@ -112,31 +121,117 @@ class SkillInstallHandler(DeerFlowHandler):
 
 
 class MemoryHandler(DeerFlowHandler):
-    """``GET /memory``, ``/memory/config``, ``/memory/status``; ``POST /memory/reload``."""
+    """``GET /memory`` and ``/memory/{part}``, ``POST /memory/reload`` and ``/memory/flush``, ``DELETE /memory``."""
 
     @web.authenticated
     @authorized
     @api_method
     async def get(self, part: str | None = None) -> None:
-        """The memory document, its settings, or both."""
-        gateway = self.service.gateway
-        if part == "config":
-            self.write_json(gateway.get_memory_config())
-        elif part == "status":
-            self.write_json(await asyncio.to_thread(gateway.get_memory_status, self.user_id))
-        elif part is None:
-            self.write_json(await asyncio.to_thread(gateway.get_memory, self.user_id))
-        else:
+        """The memory document, its settings, its data, an export, a preview or the queue status."""
+        gateway, user = self.service.gateway, self.user_id
+        message = self.get_query_argument("message", "")
+        answers: dict[str | None, Callable[[], dict[str, Any]]] = {
+            None: lambda: gateway.get_memory(user), "config": gateway.get_memory_config,
+            "status": lambda: gateway.get_memory_status(user), "data": lambda: gateway.memory_data(user),
+            "export": lambda: gateway.export_memory(user), "section": gateway.memory_section,
+            "queue": lambda: gateway.memory_queue_status(user),
+            "preview": lambda: gateway.memory_preview(user, message)}
+        answer = answers.get(part)
+        if answer is None:
             raise http_error(404, f"unknown memory route {part!r}", "Not Found")
+        self.write_json(await asyncio.to_thread(answer))
 
     @web.authenticated
     @authorized
     @api_method
     async def post(self, part: str | None = None) -> None:
-        """``POST /memory/reload``: re-read from disk; returns the document."""
-        if part != "reload":
-            raise http_error(404, "only POST /memory/reload exists", "Not Found")
-        self.write_json(await asyncio.to_thread(self.service.gateway.reload_memory, self.user_id))
+        """``POST /memory/reload`` (re-read from disk; the document) or ``/memory/flush`` (process the queue)."""
+        if part == "reload":
+            self.write_json(await asyncio.to_thread(self.service.gateway.reload_memory, self.user_id))
+        elif part == "flush":
+            self.write_json(await self.service.call(self.service.gateway.flush_memory()))
+        else:
+            raise http_error(404, "only POST /memory/reload, /memory/flush and /memory/import exist", "Not Found")
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def delete(self, part: str | None = None) -> None:
+        """Forget every summary and fact; returns the (empty) data."""
+        if part is not None:
+            raise http_error(405, "DELETE exists on /memory only", "Method Not Allowed")
+        self.write_json(await asyncio.to_thread(self.service.gateway.clear_memory, self.user_id))
+
+
+class MemoryImportHandler(DeerFlowHandler):
+    """``POST /memory/import``: replace memory with an export."""
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def post(self) -> None:
+        """Replace summaries and facts with an export (validated first); returns the data."""
+        body = self.parse(MemoryImportRequest)
+        self.write_json(await asyncio.to_thread(self.service.gateway.import_memory, self.user_id, body))
+
+
+class MemoryFactsHandler(DeerFlowHandler):
+    """``GET /memory/facts`` (``?query=&limit=``: a search) and ``POST /memory/facts``."""
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def get(self) -> None:
+        """Every fact, oldest first, or the facts relevant to ``?query=`` (best first, ``?limit=`` 1-1000)."""
+        gateway, query = self.service.gateway, self.get_query_argument("query", None)
+        if query is None:
+            self.write_json(await asyncio.to_thread(gateway.list_memory_facts, self.user_id))
+            return
+        limit = self.query_int("limit", 10, ge=1, le=MAX_SEARCH_LIMIT)
+        self.write_json(await asyncio.to_thread(gateway.search_memory_facts, self.user_id, query, limit))
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def post(self) -> None:
+        """Remember a fact (known content returns the existing fact)."""
+        body = self.parse(FactCreateRequest)
+        self.write_json(await asyncio.to_thread(self.service.gateway.add_memory_fact, self.user_id, body))
+
+
+class MemoryFactHandler(DeerFlowHandler):
+    """``PATCH`` / ``DELETE /memory/facts/{fact_id}`` (``expected_revision``: 409 when it changed)."""
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def patch(self, fact_id: str) -> None:
+        """Change a fact's content, category or confidence; returns it."""
+        body = self.parse(FactUpdateRequest)
+        self.write_json(await asyncio.to_thread(self.service.gateway.update_memory_fact, self.user_id, fact_id,
+                                                body))
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def delete(self, fact_id: str) -> None:
+        """Forget a fact."""
+        body = self.parse(FactDeleteRequest)
+        self.write_json(await asyncio.to_thread(self.service.gateway.delete_memory_fact, self.user_id, fact_id,
+                                                body))
+
+
+class MemorySummaryHandler(DeerFlowHandler):
+    """``PUT /memory/summaries/{section}`` (``workContext``, ``topOfMind``, ``recentMonths``, ...)."""
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def put(self, section: str) -> None:
+        """Replace one summary; returns the data."""
+        body = self.parse(SummaryUpdateRequest)
+        self.write_json(await asyncio.to_thread(self.service.gateway.set_memory_summary, self.user_id, section,
+                                                body))
 
 
 class _McpUpdate(BaseModel):
@@ -161,6 +256,39 @@ class McpConfigHandler(DeerFlowHandler):
         """Replace the MCP servers; the agent is rebuilt with the new tools."""
         body = self.parse(_McpUpdate)
         self.write_json(await self.service.call(self.service.gateway.update_mcp_config(body.mcp_servers)))
+
+
+class McpToolsHandler(DeerFlowHandler):
+    """``GET /mcp/tools``: the tools the agent gets (discovered on the server) and the servers that failed."""
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def get(self) -> None:
+        """``{"tools": [...], "errors": {...}}``."""
+        self.write_json(await self.service.call(self.service.gateway.list_mcp_tools()))
+
+
+class McpReloadHandler(DeerFlowHandler):
+    """``POST /mcp/reload``: forget the discovered tools."""
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def post(self) -> None:
+        """The next run or listing discovers the tools again."""
+        self.write_json(await asyncio.to_thread(self.service.gateway.reload_mcp))
+
+
+class SubagentsHandler(DeerFlowHandler):
+    """``GET /subagents``: the subagent types the lead can delegate to."""
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def get(self) -> None:
+        """Built-in and custom subagents with their tools, model and budgets."""
+        self.write_json(await asyncio.to_thread(self.service.gateway.list_subagents))
 
 
 class UploadsHandler(DeerFlowHandler):
@@ -289,8 +417,15 @@ default_handlers = [
     (rf"/{API}/skills/install", SkillInstallHandler),
     (rf"/{API}/skills/(?P<name>[^/]+)", SkillsHandler),
     (rf"/{API}/memory", MemoryHandler),
+    (rf"/{API}/memory/facts", MemoryFactsHandler),
+    (rf"/{API}/memory/facts/(?P<fact_id>[^/]+)", MemoryFactHandler),
+    (rf"/{API}/memory/summaries/(?P<section>[^/]+)", MemorySummaryHandler),
+    (rf"/{API}/memory/import", MemoryImportHandler),
     (rf"/{API}/memory/(?P<part>[^/]+)", MemoryHandler),
     (rf"/{API}/mcp/config", McpConfigHandler),
+    (rf"/{API}/mcp/tools", McpToolsHandler),
+    (rf"/{API}/mcp/reload", McpReloadHandler),
+    (rf"/{API}/subagents", SubagentsHandler),
     (rf"/{API}/usage", UsageHandler),
     (rf"/{API}/threads/{_T}/uploads", UploadsHandler),
     (rf"/{API}/threads/{_T}/uploads/(?P<filename>[^/]+)", UploadsHandler),

@@ -16,6 +16,10 @@ from jupyter_server.auth.decorator import authorized
 from pydantic import BaseModel
 from tornado import web
 
+from deerflow_nb.config.schema import MemoryConfig
+from deerflow_nb.mcp.schemas import McpConfigResponse, McpReloadResponse, McpToolsResponse
+from deerflow_nb.memory import schemas as memory
+from deerflow_nb.subagents.schemas import SubagentsResponse
 from jupyter_ext import schemas
 from jupyter_ext.handlers.base import API, DeerFlowHandler, api_method
 
@@ -34,13 +38,20 @@ BODIES: dict[tuple[str, str], type[BaseModel]] = {
     ("ThreadRunWaitHandler", "post"): schemas.RunCreateRequest,
     ("StatelessRunHandler", "post"): schemas.RunCreateRequest,
     ("FeedbackHandler", "post"): schemas.FeedbackRequest,
+    ("MemoryImportHandler", "post"): schemas.MemoryImportRequest,
+    ("MemoryFactsHandler", "post"): schemas.FactCreateRequest,
+    ("MemoryFactHandler", "patch"): schemas.FactUpdateRequest,
+    ("MemoryFactHandler", "delete"): schemas.FactDeleteRequest,
+    ("MemorySummaryHandler", "put"): schemas.SummaryUpdateRequest,
 }
+_MEMORY_READS = ("config", "status", "data", "export", "section", "queue", "preview")
 #: Methods actually served per path, where a handler's methods cover more paths than they serve;
 #: templated paths served only for fixed values are listed with those values.
 SERVED: dict[str, dict[str, tuple[str, ...]]] = {
     "/skills": {"/skills": ("get",)},
-    "/memory": {"/memory": ("get",)},
-    "/memory/{part}": {"/memory/config": ("get",), "/memory/status": ("get",), "/memory/reload": ("post",)},
+    "/memory": {"/memory": ("get", "delete")},
+    "/memory/{part}": {**{f"/memory/{part}": ("get",) for part in _MEMORY_READS},
+                       "/memory/reload": ("post",), "/memory/flush": ("post",)},
     "/threads/{thread_id}/uploads": {"/threads/{thread_id}/uploads": ("post",)},
     "/threads/{thread_id}/uploads/{filename}": {"/threads/{thread_id}/uploads/list": ("get",),
                                                 "/threads/{thread_id}/uploads/{filename}": ("delete",)},
@@ -65,7 +76,7 @@ _STATE: dict[str, Any] = {"type": "object", "required": ["values", "next", "chec
                                          "checkpoint": {"type": ["object", "null"]}}}
 _SSE = "text/event-stream"
 #: Response of each (handler class name, method): a JSON schema, ``_SSE`` for event streams, ``None`` for 204.
-RESPONSES: dict[tuple[str, str], Any] = {
+RESPONSES: dict[tuple[str, ...], Any] = {
     ("AssistantSearchHandler", "post"): _LIST, ("AssistantHandler", "get"): _OBJ,
     ("ThreadsHandler", "post"): _THREAD, ("ThreadSearchHandler", "post"): {"type": "array", "items": _THREAD},
     ("ThreadHandler", "get"): _THREAD, ("ThreadHandler", "patch"): _THREAD, ("ThreadHandler", "delete"): None,
@@ -77,6 +88,25 @@ RESPONSES: dict[tuple[str, str], Any] = {
     ("RunJoinHandler", "get"): _OBJ, ("RunJoinStreamHandler", "get"): _SSE, ("ThreadStreamHandler", "get"): _SSE,
     ("RunCancelHandler", "post"): _OBJ, ("UploadsHandler", "get"): _OBJ,
     ("ArtifactHandler", "get"): "application/octet-stream", ("FeedbackHandler", "get"): _LIST,
+    # a pydantic model: its schema, under components; a path as third item: that path only
+    ("MemoryHandler", "get", "/memory"): memory.MemoryResponse,
+    ("MemoryHandler", "get", "/memory/config"): memory.MemoryConfigResponse,
+    ("MemoryHandler", "get", "/memory/status"): memory.MemoryStatusResponse,
+    ("MemoryHandler", "get", "/memory/data"): memory.MemoryDataResponse,
+    ("MemoryHandler", "get", "/memory/export"): memory.MemoryExportResponse,
+    ("MemoryHandler", "get", "/memory/section"): MemoryConfig,
+    ("MemoryHandler", "get", "/memory/queue"): memory.MemoryQueueStatus,
+    ("MemoryHandler", "get", "/memory/preview"): memory.MemoryPreviewResponse,
+    ("MemoryHandler", "post", "/memory/reload"): memory.MemoryResponse,
+    ("MemoryHandler", "post", "/memory/flush"): memory.MemoryFlushResponse,
+    ("MemoryHandler", "delete"): memory.MemoryDataResponse,
+    ("MemoryImportHandler", "post"): memory.MemoryDataResponse,
+    ("MemoryFactsHandler", "get"): memory.FactListResponse, ("MemoryFactsHandler", "post"): memory.FactRecord,
+    ("MemoryFactHandler", "patch"): memory.FactRecord, ("MemoryFactHandler", "delete"): memory.FactDeleteResponse,
+    ("MemorySummaryHandler", "put"): memory.MemoryDataResponse,
+    ("McpConfigHandler", "get"): McpConfigResponse, ("McpConfigHandler", "put"): McpConfigResponse,
+    ("McpToolsHandler", "get"): McpToolsResponse, ("McpReloadHandler", "post"): McpReloadResponse,
+    ("SubagentsHandler", "get"): SubagentsResponse,
 }
 _GROUP = re.compile(r"\(\?P<(\w+)>[^)]*\)")
 _ERROR = {"description": "Error", "content": {"application/json": {"schema": {
@@ -89,14 +119,25 @@ def _path(pattern: str) -> str:
     return path.split(f"/{API}", 1)[1] or "/"
 
 
-def _responses(cls: type, method: str) -> dict[str, Any]:
-    shape = RESPONSES.get((cls.__name__, method), _OBJ)
+def _responses(cls: type, method: str, path: str, components: dict[str, Any]) -> dict[str, Any]:
+    shape = RESPONSES.get((cls.__name__, method, path), RESPONSES.get((cls.__name__, method), _OBJ))
+    if isinstance(shape, type) and issubclass(shape, BaseModel):
+        shape = _component(components, shape)
     if shape is None:
         return {"204": {"description": "No Content"}, "default": _ERROR}
     if isinstance(shape, str):
         schema = {"type": "string"} if shape == _SSE else {"type": "string", "format": "binary"}
         return {"200": {"description": "OK", "content": {shape: {"schema": schema}}}, "default": _ERROR}
     return {"200": {"description": "OK", "content": {"application/json": {"schema": shape}}}, "default": _ERROR}
+
+
+def _component(components: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
+    """A ``$ref`` to ``model``'s schema, added (with its ``$defs``) to ``components``."""
+    if model.__name__ not in components:
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        components.update(schema.pop("$defs", {}))
+        components[model.__name__] = schema
+    return {"$ref": f"#/components/schemas/{model.__name__}"}
 
 
 def build_openapi(handlers: list[tuple[str, type]]) -> dict[str, Any]:
@@ -128,13 +169,11 @@ def _operations(paths: dict[str, dict[str, Any]], components: dict[str, Any], pa
             continue
         doc = (func.__doc__ or cls.__doc__ or "").strip().splitlines()[0]
         operation: dict[str, Any] = {"summary": doc, "operationId": f"{cls.__name__}.{method}.{path}",
-                                     "parameters": params, "responses": _responses(cls, method)}
+                                     "parameters": params, "responses": _responses(cls, method, path, components)}
         model = BODIES.get((cls.__name__, method))
         if model is not None:
-            components[model.__name__] = model.model_json_schema(ref_template="#/components/schemas/{model}")
-            components.update(components[model.__name__].pop("$defs", {}))
             operation["requestBody"] = {"required": True, "content": {"application/json": {
-                "schema": {"$ref": f"#/components/schemas/{model.__name__}"}}}}
+                "schema": _component(components, model)}}}
         paths.setdefault(path, {})[method] = operation
 
 
