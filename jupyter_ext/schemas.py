@@ -1,5 +1,8 @@
 """Pydantic models of the request bodies (validated before anything runs).
 
+The memory edit bodies live with memory (:mod:`deerflow_nb.memory.schemas`): the gateway
+validates an embedded call with the same models, so both modes refuse alike.
+
 Unknown fields are rejected (422 naming them) so that SDK options DeerFlow does not
 implement are never silently dropped; placeholders accept only the stock
 ``langgraph-sdk`` defaults (``stream_resumable=False``, ``stream_subgraphs=False``).
@@ -11,12 +14,24 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from deerflow_nb.memory.schemas import (
+    FactCreateRequest,
+    FactDeleteRequest,
+    FactUpdateRequest,
+    MemoryImportRequest,
+    SummaryUpdateRequest,
+)
 from deerflow_nb.runtime.stream_modes import PUBLIC_STREAM_MODES
 
 __all__ = [
     "AssistantSearchRequest",
     "CheckpointRef",
+    "FactCreateRequest",
+    "FactDeleteRequest",
+    "FactUpdateRequest",
     "FeedbackRequest",
+    "MemoryImportRequest",
+    "SummaryUpdateRequest",
     "HistoryRequest",
     "RunCreateRequest",
     "ThreadCreateRequest",
