@@ -100,7 +100,7 @@ def test_05_kernel_data(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["01_quickstart", "02_human_in_the_loop", "03_workspace_and_files",
-                                  "05_kernel_data"])
+                                  "05_kernel_data", "06_papermill_pipeline"])
 def test_notebooks_are_stored_without_outputs(name):
     import nbformat
 
