@@ -90,8 +90,9 @@ class Thread:
         """Start a run in the background and return its :class:`Run` at once.
 
         ``data={"sales": df, ...}`` attaches kernel objects: each is written to the thread's uploads
-        (DataFrame → Parquet, CSV without ``pyarrow``; NumPy array → ``.npy``; Matplotlib figure → PNG;
-        JSON-able value → JSON), once per content digest, and described to the model before the message.
+        (DataFrame → Parquet, CSV without ``pyarrow``; NumPy array → ``.npy``; Matplotlib figure → PNG,
+        SVG and its plotted data; Plotly figure → figure JSON, trace data and a PNG where kaleido renders
+        one; JSON-able value → JSON), once per content digest, and described to the model before the message.
         An object without a safe format raises :class:`~deerflow_nb.errors.UsageError` naming it.
         """
         return self._loop.run(self._astart(message, options, secrets, data=data), method="Thread.start")
