@@ -50,6 +50,7 @@ def test_objects_round_trip_through_the_sandbox(agent):  # noqa: F811
     assert "3 traces (1 scatter, 1 bar, 1 heatmap); title 'Sales'" in note
     assert "  - also plotted data (CSV) at /mnt/user-data/uploads/chart.data.csv" in note
     assert "  - also the same figure as SVG at /mnt/user-data/uploads/fig.svg" in note
+    assert "no image:" not in note, "kaleido rendered no PNG (.ci/browser-setup.sh installs chromium): " + note
     uploaded = {f["filename"] for f in thread.uploads()["files"]}
     assert uploaded == {"sales.parquet", "regions.parquet", "matrix.npy", "fig.png", "fig.svg", "fig.data.csv",
                         "chart.plotly.json", "chart.data.csv", "chart.png", "params.json", "ids.json"}
