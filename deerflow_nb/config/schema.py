@@ -192,6 +192,8 @@ class StreamBridgeConfig(_Section):
     type: Literal["memory"] = "memory"
     queue_maxsize: int = Field(default=256, gt=0)
     heartbeat_seconds: float = Field(default=15, gt=0)
+    reader_queue_maxsize: int = Field(default=4096, gt=0, description="Unread events kept for one SSE reader; "
+                                      "a reader further behind gets a gap event and continues from there.")
 
 
 class RunsConfig(_Section):

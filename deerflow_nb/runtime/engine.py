@@ -165,7 +165,8 @@ class Runtime:
         self._last_config: AppConfig | None = None
         self._last_config_key = ""
         bridge = startup.stream_bridge
-        self.bridge = StreamBridge(bridge.queue_maxsize, heartbeat_seconds=bridge.heartbeat_seconds)
+        self.bridge = StreamBridge(bridge.queue_maxsize, heartbeat_seconds=bridge.heartbeat_seconds,
+                                   reader_queue_maxsize=bridge.reader_queue_maxsize)
         leases = startup.runs
         self.runs = RunManager(self.bridge, lease_seconds=leases.lease_seconds,
                                lease_renew_seconds=leases.lease_renew_seconds,

@@ -4,7 +4,9 @@ Stream events become LangGraph frames: ``values`` (the full
 state), ``messages`` carrying ``[message_chunk, metadata]`` for the ``messages-tuple`` mode,
 ``updates``, ``custom``, ``error``. DeerFlow's ``end`` and ``progress`` events are sent only to
 streams that asked for those modes (DeerFlow's own client does). Every frame has an ``id``
-(``Last-Event-ID`` replay), ``gap`` reports events that are no longer available, heartbeats
+(``Last-Event-ID`` replay), ``gap`` reports events that are no longer available (a resume from
+further back than the bridge retains, a resume after a finished run's channel was cleaned up, or
+a reader that fell more than ``stream_bridge.reader_queue_maxsize`` events behind), heartbeats
 are SSE comments.
 """
 
@@ -88,39 +90,66 @@ async def stream_run(handler: DeerFlowHandler, *, run_id: str, thread_id: str | 
             handler.write(sse_event("metadata", {"run_id": run_id, "attempt": 1}))
             await handler.flush()
         if not bridge.has(run_id):  # finished long ago: report the stored outcome
-            info = await service.call(service.engine.runs.get(run_id, handler.user_id))
-            if info is not None:
-                if last_event_id is not None:  # the events after it were cleaned up with the channel
-                    handler.write(sse_event("gap", {"type": "stream_replay_gap", "last_event_id": last_event_id,
-                                                    "resumed_at": None, "reason": "run finished; events expired"}))
-                outcome = {"run_id": run_id, "status": info.status, "stop_reason": info.stop_reason,
-                           "usage": info.usage}
-                if info.status != "success":  # as streamed live: ``error``, then ``end``
-                    error = {**(info.error or {}), **outcome, "message": (info.error or {}).get("message", info.status)}
-                    handler.write(sse_event(*wire_frame(StreamEvent("error", error), run_id, thread_id)))
-                if "end" in wanted:
-                    handler.write(sse_event("end", {**outcome, "error": info.error}))
+            await _finished_run(handler, run_id, thread_id, last_event_id, wanted)
             return
-        async for batch in service.iterate(lambda: bridge.subscribe_batches(run_id, last_event_id, heartbeat=True)):
-            frames: list[str] = []
-            for item in batch:
-                if isinstance(item, BridgeEvent):
-                    if item.event.type in wanted:
-                        name, data = wire_frame(item.event, run_id, thread_id)
-                        frames.append(sse_event(name, data, item.id))
-                elif isinstance(item, StreamGap):
-                    frames.append(sse_event("gap", item.to_dict()))
-                elif item is HEARTBEAT:
-                    frames.append(": heartbeat\n\n")
-            if frames:
-                handler.write("".join(frames))
-                await handler.flush()
+        started = False
+        try:
+            async for batch in service.iterate(lambda: bridge.subscribe_batches(
+                    run_id, last_event_id, heartbeat=True, max_lag=bridge.reader_queue_maxsize)):
+                started = True
+                await _write_batch(handler, batch, run_id, thread_id, wanted)
+        except KeyError:  # the channel was cleaned up between the check and the subscription
+            if started:
+                raise
+            await _finished_run(handler, run_id, thread_id, last_event_id, wanted)
     except StreamClosedError:
         disconnected = True
-    except KeyError:  # the channel vanished between the check and the subscription
-        pass
     if disconnected and on_disconnect == "cancel":
         await service.call(service.engine.runs.cancel(run_id))
     if not disconnected:
         with contextlib.suppress(StreamClosedError):
             handler.finish()
+
+
+async def _finished_run(handler: DeerFlowHandler, run_id: str, thread_id: str | None, last_event_id: str | None,
+                        wanted: frozenset[str]) -> None:
+    """The stored outcome of a run whose channel is gone, after a ``gap`` if the client missed events.
+
+    The journal keeps what the run said, not its stream frames (no ids, no ``values``), so the
+    frames after ``Last-Event-ID`` cannot be replayed: the gap names the run's events route instead.
+    """
+    service = handler.service
+    info = await service.call(service.engine.runs.get(run_id, handler.user_id))
+    if info is None:
+        return
+    if last_event_id is not None:
+        final = service.engine.bridge.final_id(run_id)
+        if final is None or last_event_id != final:  # unknown (restart) or behind: events were not delivered
+            path = f"/threads/{thread_id}/runs/{run_id}/events" if thread_id is not None else None
+            handler.write(sse_event("gap", {"type": "stream_replay_gap", "last_event_id": last_event_id,
+                                            "resumed_at": None, "reason": "run finished; its events expired",
+                                            "journal": path}))
+    outcome = {"run_id": run_id, "status": info.status, "stop_reason": info.stop_reason, "usage": info.usage}
+    if info.status != "success":  # as streamed live: ``error``, then ``end``
+        error = {**(info.error or {}), **outcome, "message": (info.error or {}).get("message", info.status)}
+        handler.write(sse_event(*wire_frame(StreamEvent("error", error), run_id, thread_id)))
+    if "end" in wanted:
+        handler.write(sse_event("end", {**outcome, "error": info.error}))
+
+
+async def _write_batch(handler: DeerFlowHandler, batch: list[Any], run_id: str, thread_id: str | None,
+                       wanted: frozenset[str]) -> None:
+    """Write one bridge batch as SSE frames (events of the wanted modes, gaps, heartbeats) and flush."""
+    frames: list[str] = []
+    for item in batch:
+        if isinstance(item, BridgeEvent):
+            if item.event.type in wanted:
+                name, data = wire_frame(item.event, run_id, thread_id)
+                frames.append(sse_event(name, data, item.id))
+        elif isinstance(item, StreamGap):
+            frames.append(sse_event("gap", item.to_dict()))
+        elif item is HEARTBEAT:
+            frames.append(": heartbeat\n\n")
+    if frames:
+        handler.write("".join(frames))
+        await handler.flush()
