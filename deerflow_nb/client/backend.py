@@ -78,16 +78,24 @@ class Backend(Protocol):
     async def active_run(self, thread_id: str) -> str | None:
         """The id of the thread's run that is still pending or running, or ``None``."""
 
-    async def get_state(self, thread_id: str) -> dict[str, Any]:
-        """Current state values (messages as LangChain messages)."""
+    async def get_state(self, thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+        """Current state values, or at ``checkpoint_id`` (messages as LangChain messages)."""
+
+    async def get_checkpoint(self, thread_id: str, checkpoint_id: str | None) -> dict[str, Any] | None:
+        """One checkpoint as a :meth:`get_history` item (default: the newest; ``None``: the thread has none)."""
+
+    async def update_state(self, thread_id: str, values: Mapping[str, Any] | None, as_node: str | None,
+                           checkpoint_id: str | None) -> dict[str, Any]:
+        """Write a checkpoint (on the newest, or on ``checkpoint_id``); its ``{"thread_id", "checkpoint_id", ...}``."""
 
     async def get_history(self, thread_id: str, limit: int | None) -> list[dict[str, Any]]:
         """Checkpoints, newest first: ``checkpoint_id``, ``parent_checkpoint_id``, ``created_at``, ``step``, ..."""
 
     # -- runs ----------------------------------------------------------------------------
     async def start_run(self, thread_id: str, message: str | HumanMessage, options: Mapping[str, Any],
-                        secrets: Mapping[str, str] | None, *, stream_tokens: bool) -> str:
-        """Admit and start a background run; its run id."""
+                        secrets: Mapping[str, str] | None, *, stream_tokens: bool,
+                        checkpoint_id: str | None = None) -> str:
+        """Admit and start a background run (from ``checkpoint_id``: a new branch); its run id."""
 
     def run_batches(self, thread_id: str, run_id: str, start: int) -> AsyncIterator[list[StreamEvent]]:
         """The run's events from the ``start``-th on, in bursts (a fresh replay every call)."""

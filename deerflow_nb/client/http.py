@@ -116,6 +116,35 @@ def message_payload(message: str | HumanMessage) -> dict[str, Any]:
     return {"type": "human", "content": message.content, "additional_kwargs": dict(message.additional_kwargs)}
 
 
+def _values(values: Any) -> dict[str, Any]:
+    """State values from the wire, messages as LangChain messages."""
+    from deerflow_nb.client.remote import message_from_dict
+
+    out = dict(values or {})
+    if "messages" in out:
+        out["messages"] = [message_from_dict(m) for m in out["messages"]]
+    return out
+
+
+def _history_item(state: Mapping[str, Any]) -> dict[str, Any]:
+    """A LangGraph ``ThreadState`` as the history item the in-process backend returns."""
+    return {"checkpoint_id": (state.get("checkpoint") or {}).get("checkpoint_id"),
+            "parent_checkpoint_id": (state.get("parent_checkpoint") or {}).get("checkpoint_id"),
+            "created_at": state.get("created_at"), "step": (state.get("metadata") or {}).get("step"),
+            "metadata": dict(state.get("metadata") or {}), "values": _values(state.get("values"))}
+
+
+def _message_json(message: Any, serialize: Any) -> Any:
+    """A message of a state update as JSON (LangChain messages in LangGraph's form; dicts as they are)."""
+    from langchain_core.messages import BaseMessage
+
+    if isinstance(message, BaseMessage):
+        data = serialize(message)
+        data.pop("hidden", None)
+        return data
+    return message
+
+
 class HttpBackend:
     """Talks to ``{server}/deerflow/api`` with the Jupyter token (see :func:`discover_server`)."""
 
@@ -196,29 +225,44 @@ class HttpBackend:
         runs = await self._call(self.sdk.runs.list(thread_id, limit=1))
         return str(runs[0]["run_id"]) if runs and runs[0]["status"] in {"pending", "running"} else None
 
-    async def get_state(self, thread_id: str) -> dict[str, Any]:
-        """``GET /threads/{id}/state``, messages as LangChain messages."""
-        from deerflow_nb.client.remote import message_from_dict
+    async def get_state(self, thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+        """``GET /threads/{id}/state[/{checkpoint_id}]``, messages as LangChain messages."""
+        data = await self._call(self.sdk.threads.get_state(thread_id, checkpoint_id=checkpoint_id))
+        return _values(data.get("values"))
 
-        data = await self._call(self.sdk.threads.get_state(thread_id))
-        values = dict(data.get("values") or {})
-        if "messages" in values:
-            values["messages"] = [message_from_dict(m) for m in values["messages"]]
-        return values
+    async def get_checkpoint(self, thread_id: str, checkpoint_id: str | None) -> dict[str, Any] | None:
+        """``GET /threads/{id}/state[/{checkpoint_id}]`` as a history item."""
+        data = await self._call(self.sdk.threads.get_state(thread_id, checkpoint_id=checkpoint_id))
+        return _history_item(data) if data.get("checkpoint_id") else None
+
+    async def update_state(self, thread_id: str, values: Mapping[str, Any] | None, as_node: str | None,
+                           checkpoint_id: str | None) -> dict[str, Any]:
+        """``POST /threads/{id}/state`` (LangChain messages sent in their JSON form)."""
+        from deerflow_nb.runtime.serialize import serialize_message
+
+        payload: Any = None
+        if values is not None:
+            if not isinstance(values, Mapping):
+                raise UsageError(f"values: must be an object of state channels, got {type(values).__name__}")
+            payload = dict(values)
+            messages = payload.get("messages")
+            if isinstance(messages, list):
+                payload["messages"] = [_message_json(m, serialize_message) for m in messages]
+        answer = await self._call(self.sdk.threads.update_state(thread_id, payload, as_node=as_node,
+                                                                checkpoint_id=checkpoint_id))
+        return dict(answer["checkpoint"])
 
     async def get_history(self, thread_id: str, limit: int | None) -> list[dict[str, Any]]:
-        """``POST /threads/{id}/history``."""
+        """``POST /threads/{id}/history``, messages as LangChain messages."""
         if limit == 0:
             return []
         items = await self._call(self.sdk.threads.get_history(thread_id, limit=1000 if limit is None else limit))
-        return [{"checkpoint_id": (i.get("checkpoint") or {}).get("checkpoint_id"),
-                 "parent_checkpoint_id": (i.get("parent_checkpoint") or {}).get("checkpoint_id"),
-                 "created_at": i.get("created_at"), "step": (i.get("metadata") or {}).get("step"),
-                 "metadata": dict(i.get("metadata") or {}), "values": i.get("values", {})} for i in items]
+        return [_history_item(i) for i in items]
 
     # -- runs ----------------------------------------------------------------------------
     async def start_run(self, thread_id: str, message: str | HumanMessage, options: Mapping[str, Any],
-                        secrets: Mapping[str, str] | None, *, stream_tokens: bool) -> str:
+                        secrets: Mapping[str, str] | None, *, stream_tokens: bool,
+                        checkpoint_id: str | None = None) -> str:
         """``POST /threads/{id}/runs`` (secrets, a DeerFlow field, go in the body over ``httpx``)."""
         unknown = set(options) - _RUN_OPTIONS
         if unknown:
@@ -232,9 +276,11 @@ class HttpBackend:
                                     "stream_mode": modes, "secrets": dict(secrets)}
             if config:
                 body["config"] = config
+            if checkpoint_id is not None:
+                body["checkpoint_id"] = checkpoint_id
             return str((await self.request("POST", f"/threads/{thread_id}/runs", body))["run_id"])
         run = await self._call(self.sdk.runs.create(thread_id, "lead_agent", input=payload, context=context,
-                                                    config=config, stream_mode=modes))
+                                                    config=config, stream_mode=modes, checkpoint_id=checkpoint_id))
         return str(run["run_id"])
 
     async def run_batches(self, thread_id: str, run_id: str, start: int) -> AsyncIterator[list[StreamEvent]]:

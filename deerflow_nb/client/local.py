@@ -82,9 +82,19 @@ class LocalBackend:
         record = self.runtime.runs.active_run(thread_id)
         return record.run_id if record is not None and record.status in {"pending", "running"} else None
 
-    async def get_state(self, thread_id: str) -> dict[str, Any]:
-        """The thread's current values."""
-        return await self.runtime.get_state(thread_id, self.user_id)
+    async def get_state(self, thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+        """The thread's current values (or at ``checkpoint_id``)."""
+        return await self.runtime.get_state(thread_id, self.user_id, checkpoint_id=checkpoint_id)
+
+    async def get_checkpoint(self, thread_id: str, checkpoint_id: str | None) -> dict[str, Any] | None:
+        """One checkpoint of the thread."""
+        return await self.runtime.get_checkpoint(thread_id, checkpoint_id, self.user_id)
+
+    async def update_state(self, thread_id: str, values: Mapping[str, Any] | None, as_node: str | None,
+                           checkpoint_id: str | None) -> dict[str, Any]:
+        """Write a checkpoint through the runtime (validated there)."""
+        return await self.runtime.update_state(thread_id, dict(values) if values is not None else None,
+                                               as_node=as_node, checkpoint_id=checkpoint_id, user_id=self.user_id)
 
     async def get_history(self, thread_id: str, limit: int | None) -> list[dict[str, Any]]:
         """The thread's checkpoints, newest first."""
@@ -92,11 +102,12 @@ class LocalBackend:
 
     # -- runs ----------------------------------------------------------------------------
     async def start_run(self, thread_id: str, message: str | HumanMessage, options: Mapping[str, Any],
-                        secrets: Mapping[str, str] | None, *, stream_tokens: bool) -> str:
+                        secrets: Mapping[str, str] | None, *, stream_tokens: bool,
+                        checkpoint_id: str | None = None) -> str:
         """Start the run on the runtime's worker."""
         record = await self.runtime.start_run(thread_id, message, self.runtime.defaults.merged(**options),
                                               dict(secrets or {}), stream_tokens=stream_tokens,
-                                              user_id=self.user_id)
+                                              user_id=self.user_id, checkpoint_id=checkpoint_id)
         self._records[record.run_id] = record
         while len(self._records) > _KEEP_RECORDS:
             self._records.popitem(last=False)

@@ -51,10 +51,13 @@ class Thread:
     # -- runs ----------------------------------------------------------------------------
     async def _astart(self, message: str | HumanMessage, options: Mapping[str, Any],
                       secrets: Mapping[str, str] | None, *, stream_tokens: bool = True,
-                      data: Mapping[str, Any] | None = None) -> Run:
+                      data: Mapping[str, Any] | None = None, checkpoint_id: str | None = None) -> Run:
+        if checkpoint_id is not None and (not isinstance(checkpoint_id, str) or not checkpoint_id):
+            raise UsageError(f"checkpoint_id must be a non-empty string, got {checkpoint_id!r}")
         if data:
             message = await self._attach_data(message, data)
-        run_id = await self._backend.start_run(self.id, message, options, secrets, stream_tokens=stream_tokens)
+        run_id = await self._backend.start_run(self.id, message, options, secrets, stream_tokens=stream_tokens,
+                                               checkpoint_id=checkpoint_id)
         return Run(self._backend, self.id, run_id)
 
     async def _attach_data(self, message: str | HumanMessage, data: Mapping[str, Any]) -> str | HumanMessage:
@@ -86,21 +89,26 @@ class Thread:
         return annotated
 
     def start(self, message: str, *, secrets: Mapping[str, str] | None = None,
-              data: Mapping[str, Any] | None = None, **options: Any) -> Run:
+              data: Mapping[str, Any] | None = None, checkpoint_id: str | None = None, **options: Any) -> Run:
         """Start a run in the background and return its :class:`Run` at once.
 
+        ``checkpoint_id`` (one of :meth:`history`'s) runs from that checkpoint instead of the newest:
+        the conversation goes on from there as a new branch, which becomes the thread's head; the
+        old continuation stays readable (:meth:`get_state` with its checkpoint id).
+
         ``data={"sales": df, ...}`` attaches kernel objects: each is written to the thread's uploads
-        (DataFrame → Parquet, CSV without ``pyarrow``; NumPy array → ``.npy``; Matplotlib figure → PNG,
-        SVG and its plotted data; Plotly figure → figure JSON, trace data and a PNG where kaleido renders
-        one; JSON-able value → JSON), once per content digest, and described to the model before the message.
+        (DataFrame → Parquet, CSV without ``pyarrow``; NumPy array → ``.npy``; Matplotlib figure → PNG;
+        JSON-able value → JSON), once per content digest, and described to the model before the message.
         An object without a safe format raises :class:`~deerflow_nb.errors.UsageError` naming it.
         """
-        return self._loop.run(self._astart(message, options, secrets, data=data), method="Thread.start")
+        return self._loop.run(self._astart(message, options, secrets, data=data, checkpoint_id=checkpoint_id),
+                              method="Thread.start")
 
     async def astart(self, message: str, *, secrets: Mapping[str, str] | None = None,
-                     data: Mapping[str, Any] | None = None, **options: Any) -> Run:
+                     data: Mapping[str, Any] | None = None, checkpoint_id: str | None = None,
+                     **options: Any) -> Run:
         """Async twin of :meth:`start`."""
-        return await self._loop.arun(self._astart(message, options, secrets, data=data))
+        return await self._loop.arun(self._astart(message, options, secrets, data=data, checkpoint_id=checkpoint_id))
 
     async def _aactive_run(self) -> Run | None:
         run_id = await self._backend.active_run(self.id)
@@ -120,23 +128,26 @@ class Thread:
         return await self._loop.arun(self._aactive_run())
 
     def stream(self, message: str, *, secrets: Mapping[str, str] | None = None,
-               data: Mapping[str, Any] | None = None, **options: Any) -> Iterator[StreamEvent]:
-        """Run and yield :class:`StreamEvent`s as they happen (``data=`` as in :meth:`start`)."""
-        return self.start(message, secrets=secrets, data=data, **options).events()
+               data: Mapping[str, Any] | None = None, checkpoint_id: str | None = None,
+               **options: Any) -> Iterator[StreamEvent]:
+        """Run and yield :class:`StreamEvent`s as they happen (``data=``, ``checkpoint_id=`` as in :meth:`start`)."""
+        return self.start(message, secrets=secrets, data=data, checkpoint_id=checkpoint_id, **options).events()
 
     async def astream(self, message: str, *, secrets: Mapping[str, str] | None = None,
-                      data: Mapping[str, Any] | None = None, **options: Any) -> AsyncIterator[StreamEvent]:
+                      data: Mapping[str, Any] | None = None, checkpoint_id: str | None = None,
+                      **options: Any) -> AsyncIterator[StreamEvent]:
         """Async twin of :meth:`stream`."""
-        run = await self.astart(message, secrets=secrets, data=data, **options)
+        run = await self.astart(message, secrets=secrets, data=data, checkpoint_id=checkpoint_id, **options)
         async for event in run.aevents():
             yield event
 
     async def _achat(self, message: str | HumanMessage, responses: Responses | None,
                      options: Mapping[str, Any], secrets: Mapping[str, str] | None,
-                     data: Mapping[str, Any] | None = None) -> str:
+                     data: Mapping[str, Any] | None = None, checkpoint_id: str | None = None) -> str:
         for _ in range(MAX_HEADLESS_ROUNDS):
-            run = await self._astart(message, options, secrets, stream_tokens=False, data=data)
-            data = None  # attached with the first message only
+            run = await self._astart(message, options, secrets, stream_tokens=False, data=data,
+                                     checkpoint_id=checkpoint_id)
+            data = checkpoint_id = None  # with the first message only (answers go on from the head)
             text = await run.await_result()
             request = run.pending_input
             if request is None:
@@ -149,22 +160,23 @@ class Thread:
 
     def chat(self, message: str, *, responses: Responses | None = None,
              secrets: Mapping[str, str] | None = None, data: Mapping[str, Any] | None = None,
-             **options: Any) -> str:
+             checkpoint_id: str | None = None, **options: Any) -> str:
         """Send ``message``, wait, return the final answer text.
 
         If the agent asks for human input, ``responses`` answers it headlessly;
         without it :class:`~deerflow_nb.errors.HumanInputRequired` is raised.
         Options: ``model_name``, ``thinking_enabled``, ``plan_mode``, ``subagent_enabled``,
         ``recursion_limit``, ``non_interactive``, ``timeout``. ``data={"name": obj}`` attaches kernel
-        objects as files (see :meth:`start`).
+        objects as files; ``checkpoint_id`` runs from that checkpoint, as a new branch (see :meth:`start`).
         """
-        return self._loop.run(self._achat(message, responses, options, secrets, data), method="Thread.chat")
+        return self._loop.run(self._achat(message, responses, options, secrets, data, checkpoint_id),
+                              method="Thread.chat")
 
     async def achat(self, message: str, *, responses: Responses | None = None,
                     secrets: Mapping[str, str] | None = None, data: Mapping[str, Any] | None = None,
-                    **options: Any) -> str:
+                    checkpoint_id: str | None = None, **options: Any) -> str:
         """Async twin of :meth:`chat` (preferred inside notebooks)."""
-        return await self._loop.arun(self._achat(message, responses, options, secrets, data))
+        return await self._loop.arun(self._achat(message, responses, options, secrets, data, checkpoint_id))
 
     # -- human input ---------------------------------------------------------------------
     async def _apending(self) -> dict[str, Any] | None:
@@ -200,9 +212,54 @@ class Thread:
         """Current state values: messages, title, artifacts, todos, ..."""
         return with_state_defaults(self._loop.run(self._backend.get_state(self.id), method="Thread.state"))
 
-    async def aget_state(self) -> dict[str, Any]:
-        """Async twin of :attr:`state`."""
-        return with_state_defaults(await self._loop.arun(self._backend.get_state(self.id)))
+    def get_state(self, checkpoint_id: str | None = None) -> dict[str, Any]:
+        """The state values at ``checkpoint_id`` (one of :meth:`history`'s; default: the newest, as :attr:`state`).
+
+        A checkpoint this thread does not have raises :class:`~deerflow_nb.errors.NotFoundError`.
+        """
+        return with_state_defaults(self._loop.run(self._backend.get_state(self.id, checkpoint_id),
+                                                  method="Thread.get_state"))
+
+    async def aget_state(self, checkpoint_id: str | None = None) -> dict[str, Any]:
+        """Async twin of :attr:`state` and :meth:`get_state`."""
+        return with_state_defaults(await self._loop.arun(self._backend.get_state(self.id, checkpoint_id)))
+
+    def checkpoint(self, checkpoint_id: str | None = None) -> dict[str, Any] | None:
+        """One checkpoint as :meth:`history` lists it (default: the newest; ``None`` before the first run).
+
+        ``{"checkpoint_id", "parent_checkpoint_id", "created_at", "step", "metadata", "values"}``;
+        a checkpoint this thread does not have raises :class:`~deerflow_nb.errors.NotFoundError`.
+        """
+        return self._loop.run(self._backend.get_checkpoint(self.id, checkpoint_id), method="Thread.checkpoint")
+
+    async def acheckpoint(self, checkpoint_id: str | None = None) -> dict[str, Any] | None:
+        """Async twin of :meth:`checkpoint`."""
+        return await self._loop.arun(self._backend.get_checkpoint(self.id, checkpoint_id))
+
+    async def _aupdate_state(self, values: Mapping[str, Any] | None, as_node: str | None,
+                             checkpoint_id: str | None) -> str:
+        written = await self._backend.update_state(self.id, values, as_node, checkpoint_id)
+        return str(written["checkpoint_id"])
+
+    def update_state(self, values: Mapping[str, Any] | None, *, as_node: str | None = None,
+                     checkpoint_id: str | None = None) -> str:
+        """Write ``values`` into the thread's state as a new checkpoint; returns its id (LangGraph's ``update_state``).
+
+        Each channel goes through its reducer, as if the ``model`` node (the only ``as_node``
+        accepted) had returned it: ``messages`` are appended, or replace the message with the
+        same ``id`` (``{"type": "remove", "id": ...}`` removes one); ``title``, ``todos``, ...
+        are set. Messages may be LangChain messages or dicts (``{"role": "user", "content": ...}``).
+        With ``checkpoint_id`` the update applies to that checkpoint and starts a branch there.
+        ``values=None`` copies the checkpoint unchanged. Invalid values raise
+        :class:`~deerflow_nb.errors.UsageError` naming the field (nothing is written); refused with
+        :class:`~deerflow_nb.errors.ThreadBusyError` while a run is going.
+        """
+        return self._loop.run(self._aupdate_state(values, as_node, checkpoint_id), method="Thread.update_state")
+
+    async def aupdate_state(self, values: Mapping[str, Any] | None, *, as_node: str | None = None,
+                            checkpoint_id: str | None = None) -> str:
+        """Async twin of :meth:`update_state`."""
+        return await self._loop.arun(self._aupdate_state(values, as_node, checkpoint_id))
 
     @property
     def messages(self) -> list[BaseMessage]:
