@@ -6,35 +6,20 @@ import io
 import zipfile
 
 import pytest
-import yaml
 
 import deerflow_nb as df
 from deerflow_nb.errors import HumanInputRequired, NotFoundError, SandboxPathError, UsageError
-from tests.server.e2e import JupyterServer
-
-
-def _config(path):
-    path.write_text(yaml.safe_dump({
-        "config_version": 1,
-        "models": [{"name": "parity", "use": "tests.client.parity_models:ParityModel", "latency": 0.005}],
-        "memory": {"enabled": False}, "title": {"enabled": False}}))
-    return path
+from tests.client.conftest import two_backend_client
 
 
 @pytest.fixture(scope="module", params=["embedded", "server"])
 def agent(request, tmp_path_factory):
-    root = tmp_path_factory.mktemp(f"parity-{request.param}")
-    config = _config(root / "config.yaml")
-    if request.param == "embedded":
-        client = df.DeerFlow(config, home=root / "home")
+    with two_backend_client(request.param, tmp_path_factory.mktemp(f"parity-{request.param}"), {
+        "config_version": 1,
+        "models": [{"name": "parity", "use": "tests.client.parity_models:ParityModel", "latency": 0.005}],
+        "memory": {"enabled": False}, "title": {"enabled": False},
+    }) as client:
         yield client
-        client.close()
-        return
-    server = JupyterServer(root, config).start()
-    client = df.DeerFlow.connect(url=server.api, token=server.token)
-    yield client
-    client.close()
-    server.stop()
 
 
 def test_same_class_and_threads(agent):

@@ -6,36 +6,24 @@ embedded ``DeerFlow`` and a real ``jupyter server`` (``DeerFlow.connect()``): sa
 from __future__ import annotations
 
 import pytest
-import yaml
 
-import deerflow_nb as df
 from deerflow_nb.errors import ConflictError, NotFoundError, UsageError
 from deerflow_nb.memory import Fact, FactList, MemoryConflictError
+from tests.client.conftest import two_backend_client
 from tests.mcp.conftest import server_entry
-from tests.server.e2e import JupyterServer
 
 
 @pytest.fixture(scope="module", params=["embedded", "server"])
 def agent(request, tmp_path_factory):
-    root = tmp_path_factory.mktemp(f"features-{request.param}")
-    config = root / "config.yaml"
-    config.write_text(yaml.safe_dump({
+    with two_backend_client(request.param, tmp_path_factory.mktemp(f"features-{request.param}"), {
         "config_version": 1,
         "models": [{"name": "features", "use": "tests.client.feature_models:FeatureModel"}],
         "memory": {"enabled": True, "debounce_seconds": 3600, "injection_enabled": True},
         "title": {"enabled": False},
         "subagents": {"custom": [{"name": "sql-analyst", "description": "Writes SQL.", "tools": ["bash"],
-                                  "max_turns": 7}]}}))
-    if request.param == "embedded":
-        client = df.DeerFlow(config, home=root / "home")
+                                  "max_turns": 7}]},
+    }) as client:
         yield client
-        client.close()
-        return
-    server = JupyterServer(root, config).start()
-    client = df.DeerFlow.connect(url=server.api, token=server.token)
-    yield client
-    client.close()
-    server.stop()
 
 
 @pytest.fixture
