@@ -3,32 +3,20 @@
 from __future__ import annotations
 
 import pytest
-import yaml
 from langchain_core.messages import AIMessage, HumanMessage
 
 import deerflow_nb as df
 from deerflow_nb.errors import NotFoundError, ThreadBusyError, UsageError
-from tests.server.e2e import JupyterServer
+from tests.client.conftest import two_backend_client
 
 
 @pytest.fixture(scope="module", params=["embedded", "server"])
 def agent(request, tmp_path_factory):
-    root = tmp_path_factory.mktemp(f"checkpoints-{request.param}")
-    config = root / "config.yaml"
-    config.write_text(yaml.safe_dump({
+    with two_backend_client(request.param, tmp_path_factory.mktemp(f"checkpoints-{request.param}"), {
         "config_version": 1,
         "models": [{"name": "parity", "use": "tests.client.parity_models:ParityModel", "latency": 0.005}],
-        "memory": {"enabled": False}, "title": {"enabled": False}}))
-    if request.param == "embedded":
-        client = df.DeerFlow(config, home=root / "home")
+        "memory": {"enabled": False}, "title": {"enabled": False}}) as client:
         yield client
-        client.close()
-        return
-    server = JupyterServer(root, config).start()
-    client = df.DeerFlow.connect(url=server.api, token=server.token)
-    yield client
-    client.close()
-    server.stop()
 
 
 def _texts(values: dict) -> list[str]:
