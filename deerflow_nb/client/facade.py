@@ -206,7 +206,7 @@ class DeerFlow:
 
     @cached_property
     def subagents(self) -> Subagents:
-        """The subagent types (``.list()``) and the optional model override (``.model``); embedded only."""
+        """The subagent types (``.list()``, both modes) and the optional model override (``.model``, embedded only)."""
         return Subagents(self.backend)
 
     # -- gateway-equivalent methods (each returns what its route returns) -----------------
