@@ -37,6 +37,8 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "runs.*.multitask_strategy: 'enqueue', DeerFlow 'reject'": "no run queue: the default strategy is reject",
     "threads.get_state.values.messages: * items, DeerFlow *": "runs.delete keeps the run's checkpoints",
     "threads.get_history[*].values.messages: * items, DeerFlow *": "runs.delete keeps the run's checkpoints",
+    "threads.get_state unknown checkpoint: 200, DeerFlow 404": "an unknown checkpoint is 404, not an empty state",
+    "threads.update_state invalid message: 400, DeerFlow 422": "invalid state values are 422 naming the field",
 }
 
 

@@ -1,7 +1,7 @@
 """One script, run with the official ``langgraph-sdk`` against a LangGraph Platform server.
 
 :func:`run_script` drives a server through the compatible subset (threads, runs, streams,
-state, history, stateless runs, errors) and returns what it saw, step by step, as JSON-ready
+state, history, checkpoints, update_state, runs from a checkpoint, stateless runs, errors) and returns what it saw, step by step, as JSON-ready
 values. :func:`compare` lists every difference between two such transcripts, field by field,
 ids and timestamps aside. The parity test runs it against ``langgraph dev`` and the extension.
 """
@@ -107,6 +107,8 @@ async def run_script(client: Any, assistant_id: str) -> dict[str, Any]:
     out["threads.get after runs"] = {**thread, "values": _messages(thread["values"]), "metadata": None}
     out["threads.search"] = len(await client.threads.search(metadata={"purpose": "parity"}))
 
+    out.update(await _checkpoints(client, assistant_id))
+
     out["runs.wait stateless"] = _messages(await client.runs.wait(None, assistant_id, input=MSG))
     parts = [p async for p in client.runs.stream(None, assistant_id, input=MSG, stream_mode="messages-tuple")]
     out["runs.stream stateless"] = _events(parts)
@@ -116,6 +118,48 @@ async def run_script(client: Any, assistant_id: str) -> dict[str, Any]:
     out["invalid body"] = await _status(client.runs.wait(tid, assistant_id, input=MSG, multitask_strategy="nope"))
     out["threads.delete"] = await _status(client.threads.delete(tid))
     out["threads.get deleted"] = await _status(client.threads.get(tid))
+    return out
+
+
+def _state(state: dict[str, Any]) -> dict[str, Any]:
+    return {**state, "values": _messages(state["values"])}
+
+
+async def _checkpoints(client: Any, assistant_id: str) -> dict[str, Any]:
+    """State at a checkpoint (both forms), ``update_state`` (head and checkpoint) and a run from a checkpoint."""
+    out: dict[str, Any] = {}
+    tid = (await client.threads.create())["thread_id"]
+    await client.runs.wait(tid, assistant_id, input=MSG)
+    await client.runs.wait(tid, assistant_id, input={"messages": [{"role": "user", "content": "second one"}]})
+    history = await client.threads.get_history(tid, limit=10)
+    # the checkpoint that ends the first exchange (the same one on both servers)
+    first = next(h for h in history if len(h["values"]["messages"]) == 2 and h["metadata"]["source"] == "loop")
+    cid = first["checkpoint"]["checkpoint_id"]
+    out["threads.get_state checkpoint_id"] = _state(await client.threads.get_state(tid, checkpoint_id=cid))
+    out["threads.get_state checkpoint"] = _state(await client.threads.get_state(tid, checkpoint=first["checkpoint"]))
+    note = {"messages": [{"role": "user", "content": "a note"}]}
+    out["threads.update_state"] = await client.threads.update_state(tid, note, as_node="model")
+    out["threads.get_state after update_state"] = _state(await client.threads.get_state(tid))
+    out["threads.update_state checkpoint_id"] = await client.threads.update_state(tid, note, checkpoint_id=cid)
+    head = await client.threads.get_state(tid)
+    out["threads.get_state after update_state checkpoint_id"] = _state(head)
+    out["update_state branches from the checkpoint"] = head["parent_checkpoint"]["checkpoint_id"] == cid
+    out["runs.wait checkpoint_id"] = _messages(await client.runs.wait(
+        tid, assistant_id, input={"messages": [{"role": "user", "content": "branch run"}]}, checkpoint_id=cid))
+    head = await client.threads.get_state(tid)
+    out["threads.get_state after run from checkpoint"] = _state(head)
+    chain, cursor = [], head
+    while cursor["parent_checkpoint"] is not None and len(chain) < 10:
+        chain.append(cursor["parent_checkpoint"]["checkpoint_id"])
+        cursor = await client.threads.get_state(tid, checkpoint_id=chain[-1])
+    out["run from checkpoint descends from it"] = cid in chain
+    out["runs.wait checkpoint"] = _messages(await client.runs.wait(
+        tid, assistant_id, input={"messages": [{"role": "user", "content": "other run"}]}, checkpoint=first["checkpoint"]))
+    out["threads.get_state unknown checkpoint"] = await _status(
+        client.threads.get_state(tid, checkpoint_id="1f0d0000-0000-6000-8000-000000000000"))
+    out["threads.update_state invalid message"] = await _status(
+        client.threads.update_state(tid, {"messages": [{"role": "wat", "content": "x"}]}))
+    await client.threads.delete(tid)
     return out
 
 
