@@ -113,3 +113,33 @@ async def test_openapi_lists_the_feature_routes_with_schemas(jp_fetch):
                                                                "expected_revision"}
     assert "facts" in schemas["MemoryImportRequest"]["properties"] and "ImportFact" in schemas
     assert json.dumps(spec)  # serialisable as served
+
+
+def test_each_user_has_their_own_memory(tmp_path):
+    """Over a real server with two users: facts, edits and clears never cross users."""
+    import deerflow_nb as df
+    from deerflow_nb.errors import NotFoundError
+
+    from .conftest import write_config
+    from .e2e import JupyterServer
+
+    server = JupyterServer(tmp_path, write_config(tmp_path / "config.yaml", ["ok"]),
+                           users={"tok-alice": "alice", "tok-bob": "bob"}).start()
+    try:
+        alice = df.DeerFlow.connect(url=server.api, token="tok-alice")
+        bob = df.DeerFlow.connect(url=server.api, token="tok-bob")
+        fact = alice.memory.add_fact("Alice uses R")
+        alice.memory.set_summary("topOfMind", "Alice's thesis")
+        assert bob.memory.facts == [] and bob.memory.search("R") == []
+        assert bob.memory.data["user"]["topOfMind"]["summary"] == ""
+        with pytest.raises(NotFoundError):
+            bob.memory.update_fact(fact.id, content="Bob was here")
+        with pytest.raises(NotFoundError):
+            bob.memory.delete_fact(fact.id)
+        bob.memory.clear()
+        assert [f.content for f in alice.memory.facts] == ["Alice uses R"]
+        assert alice.memory.status()["path"].endswith("/users/alice/memory.json")
+        alice.close()
+        bob.close()
+    finally:
+        server.stop()
