@@ -64,13 +64,17 @@ def _outcome(info: RunInfo) -> list[StreamEvent]:
 async def follow_stored_run(runs: RunStore, events: RunEventStore, run_id: str, user_id: str, *,
                             after_seq: int = 0, poll_seconds: float = 0.5,
                             final_values: Callable[[], Awaitable[Any]] | None = None,
-                            ) -> AsyncIterator[tuple[int | None, StreamEvent]]:
+                            heartbeat_seconds: float | None = None,
+                            ) -> AsyncIterator[tuple[int | None, StreamEvent | None]]:
     """``(journal seq, event)`` of the run, from after ``after_seq`` until its row is terminal.
 
     ``final_values`` returns the thread's final state, yielded as ``values`` before the run's
-    last ``error``/``end``; events that are not in the journal come with seq ``None``. Ends at
-    once for an unknown run (or another user's).
+    last ``error``/``end``; events that are not in the journal come with seq ``None``. With
+    ``heartbeat_seconds``, ``(None, None)`` comes after that long without an event (a stream
+    sends a heartbeat). Ends at once for an unknown run (or another user's).
     """
+    loop = asyncio.get_running_loop()
+    quiet_since = loop.time()
     texts: dict[str, str] = {}
     read_seq = 0  # the whole journal is read (text sent before a reconnect is not sent twice)
     pending_terminal: list[tuple[int | None, StreamEvent]] = []
@@ -85,9 +89,13 @@ async def follow_stored_run(runs: RunStore, events: RunEventStore, run_id: str, 
                 if event.type in _TERMINAL_TYPES:
                     pending_terminal.append((entry.seq, event))
                 else:
+                    quiet_since = loop.time()
                     yield entry.seq, event
         if done:
             break
+        if heartbeat_seconds is not None and loop.time() - quiet_since >= heartbeat_seconds:
+            quiet_since = loop.time()
+            yield None, None
         await asyncio.sleep(poll_seconds)
     if info is None:
         return

@@ -60,8 +60,13 @@ async def stream_stored_run(handler: DeerFlowHandler, *, run_id: str, thread_id:
         await handler.flush()
         events = service.iterate(lambda: follow_stored_run(
             store.runs, store.events, run_id, user_id, after_seq=after or 0, poll_seconds=engine.runs.poll_seconds,
-            final_values=final_values if "values" in wanted else None))
+            final_values=final_values if "values" in wanted else None,
+            heartbeat_seconds=engine.bridge.heartbeat_seconds))
         async for seq, event in events:
+            if event is None:  # nothing new for a while: keep proxies from closing the idle stream
+                handler.write(": heartbeat\n\n")
+                await handler.flush()
+                continue
             if event.type not in wanted:
                 continue
             handler.write(sse_event(*wire_frame(event, run_id, thread_id), f"j{seq}" if seq is not None else None))

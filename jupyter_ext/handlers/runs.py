@@ -264,6 +264,13 @@ class ThreadStreamHandler(_RunHandler):
         await self._check_thread(thread_id)
         modes = self._stream_modes()
         active = self.service.engine.runs.active_run(thread_id)
+        if active is None:  # a run that another server on this database executes: follow its journal
+            running = await self.service.call(self.service.engine.runs.list_by_thread(
+                thread_id, self.user_id, limit=1, status="running"))
+            if running:
+                await stream_stored_run(self, run_id=running[0].run_id, thread_id=thread_id, modes=modes,
+                                        last_event_id=self.request.headers.get("Last-Event-ID") or None)
+                return
         if active is None:
             self.set_header("Content-Type", "text/event-stream; charset=utf-8")
             self.set_header("Cache-Control", "no-store")

@@ -115,3 +115,17 @@ async def test_following_a_recovered_run_ends_with_its_stored_error(target):
         assert [e async for e in follow_stored_run(store.runs, store.events, "r", "someone-else")] == []
     finally:
         await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_quiet_followed_run_yields_heartbeats(target):
+    store = await open_store(target)
+    try:
+        await store.threads.create("t", "u")
+        await store.runs.create(RunInfo("r", "t", "u", owner="elsewhere:1"), status="running", lease_seconds=600)
+        follower = follow_stored_run(store.runs, store.events, "r", "u", poll_seconds=0.01, heartbeat_seconds=0.02)
+        assert await asyncio.wait_for(anext(follower), 60) == (None, None)  # nothing happened: a heartbeat
+        await store.runs.set_status("r", "success", thread=("t", "idle"))
+        assert [e.type async for _, e in follower if e is not None] == ["end"]
+    finally:
+        await store.aclose()

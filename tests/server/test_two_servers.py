@@ -115,12 +115,27 @@ def test_a_run_of_server_a_is_listed_joined_and_cancelled_from_server_b(servers)
     replayed = "".join(p.data[0]["content"] for p in parts if p.event == "messages")
     assert replayed.startswith(partial)  # the journal so far, as message deltas
 
+    thread_events: list[str] = []  # GET /threads/{id}/stream on B joins the thread's run on A
+
+    def join_thread() -> None:
+        url = f"{b.api}/threads/{tid}/stream?stream_mode=messages-tuple&stream_mode=end"
+        with httpx.stream("GET", url, headers=b.headers(TOKEN), timeout=180) as reply:
+            for line in reply.iter_lines():
+                if line.startswith("event: "):
+                    thread_events.append(line[len("event: "):])
+
+    thread_follower = threading.Thread(target=join_thread, daemon=True)
+    thread_follower.start()
+    until(lambda: "messages" in thread_events)
+
     client.runs.cancel(tid, rid, wait=True)  # A's lease renewal reads the request and cancels its run
     run = client.runs.get(tid, rid)
     assert (run["status"], run["stop_reason"]) == ("interrupted", "cancelled")
     assert sdk(a).runs.get(tid, rid)["status"] == "interrupted"
     follower.join(180)
-    assert not follower.is_alive(), "B's join stream did not end with the run"
+    thread_follower.join(180)
+    assert not follower.is_alive() and not thread_follower.is_alive(), "B's join streams did not end with the run"
+    assert "messages" in thread_events and thread_events[-2:] == ["error", "end"]
     events = [p.event for p in parts]
     assert events[0] == "metadata" and events[-3:] == ["values", "error", "end"]
     assert parts[-1].data["status"] == "interrupted"
