@@ -38,6 +38,8 @@ BODIES: dict[tuple[str, str], type[BaseModel]] = {
     ("ThreadSearchHandler", "post"): schemas.ThreadSearchRequest,
     ("ThreadHandler", "patch"): schemas.ThreadPatchRequest,
     ("ThreadHistoryHandler", "post"): schemas.HistoryRequest,
+    ("ThreadStateHandler", "post"): schemas.ThreadStateUpdateRequest,
+    ("ThreadStateCheckpointHandler", "post"): schemas.ThreadStateCheckpointRequest,
     ("ThreadRunsHandler", "post"): schemas.RunCreateRequest,
     ("ThreadRunStreamHandler", "post"): schemas.RunCreateRequest,
     ("ThreadRunWaitHandler", "post"): schemas.RunCreateRequest,
@@ -80,6 +82,13 @@ _RUN: dict[str, Any] = {"type": "object", "required": ["run_id", "thread_id", "a
 _STATE: dict[str, Any] = {"type": "object", "required": ["values", "next", "checkpoint"],
                           "properties": {"values": {"type": "object"}, "next": {"type": "array"},
                                          "checkpoint": {"type": ["object", "null"]}}}
+_CHECKPOINT: dict[str, Any] = {"type": "object", "required": ["thread_id", "checkpoint_ns", "checkpoint_id"],
+                               "properties": {"thread_id": {"type": "string"}, "checkpoint_ns": {"type": "string"},
+                                              "checkpoint_id": {"type": "string"}}}
+#: ``POST /threads/{id}/state``: the new checkpoint (``configurable`` and ``checkpoint_id``: LangGraph's older names).
+_STATE_UPDATE: dict[str, Any] = {"type": "object", "required": ["checkpoint", "configurable", "checkpoint_id"],
+                                 "properties": {"checkpoint": _CHECKPOINT, "configurable": _CHECKPOINT,
+                                                "checkpoint_id": {"type": "string"}}}
 _SSE = "text/event-stream"
 #: Response of each (handler class name, method): a JSON schema, ``_SSE`` for event streams, ``None`` for 204.
 RESPONSES: dict[tuple[str, ...], Any] = {
@@ -87,6 +96,8 @@ RESPONSES: dict[tuple[str, ...], Any] = {
     ("ThreadsHandler", "post"): _THREAD, ("ThreadSearchHandler", "post"): {"type": "array", "items": _THREAD},
     ("ThreadHandler", "get"): _THREAD, ("ThreadHandler", "patch"): _THREAD, ("ThreadHandler", "delete"): None,
     ("ThreadStateHandler", "get"): _STATE, ("ThreadHistoryHandler", "post"): {"type": "array", "items": _STATE},
+    ("ThreadStateHandler", "post"): _STATE_UPDATE, ("ThreadStateAtHandler", "get"): _STATE,
+    ("ThreadStateCheckpointHandler", "post"): _STATE,
     ("ThreadHistoryHandler", "get"): {"type": "array", "items": _STATE},
     ("ThreadRunsHandler", "post"): _RUN, ("ThreadRunsHandler", "get"): {"type": "array", "items": _RUN},
     ("ThreadRunStreamHandler", "post"): _SSE, ("ThreadRunWaitHandler", "post"): _OBJ,
