@@ -151,6 +151,8 @@ class LocalBackend:
     async def cancel_run(self, thread_id: str, run_id: str, action: str) -> str:
         """Cancel through the run manager."""
         outcome = await self.runtime.runs.cancel(run_id, action=action, user_id=self.user_id)
+        if outcome == CancelOutcome.TAKEN_OVER:  # its owner was gone: recovered, it no longer runs
+            return "cancelled"
         if outcome == CancelOutcome.REQUESTED:  # executed by another process: wait until it cancelled the run
             done = await self.runtime.runs.wait_stored(run_id, self.user_id)
             return "cancelled" if done is not None and done.status == "interrupted" else "not_cancellable"

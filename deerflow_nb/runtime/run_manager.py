@@ -55,6 +55,7 @@ class CancelOutcome(StrEnum):
     NOT_CANCELLABLE = "not_cancellable"  # already finished
     NOT_ACTIVE_LOCALLY = "not_active_locally"  # active, but executed by another process
     REQUESTED = "requested"  # executed by another process: asked it, through the database, to cancel
+    TAKEN_OVER = "taken_over"  # its owner's lease had expired: recovered here (``error``, ``orphan_recovered``)
     UNKNOWN = "unknown"  # no such run (for this user)
 
 
@@ -327,6 +328,10 @@ class RunManager:
                 return CancelOutcome.UNKNOWN
             if stored.status in TERMINAL_STATUSES:
                 return CancelOutcome.NOT_CANCELLABLE
+            if await self._take_over(stored):  # its owner is gone: recovered now, not at the next scan
+                if self.on_recovered is not None:
+                    await self.on_recovered([run_id])
+                return CancelOutcome.TAKEN_OVER
             # executed by another process: its lease renewal reads the request and cancels the run
             if self._runs is not None and await self._runs.request_cancel(run_id, action):
                 return CancelOutcome.REQUESTED
@@ -375,18 +380,24 @@ class RunManager:
             return []
         recovered: list[str] = []
         for info in await self._runs.expired():
-            if info.run_id in self._records:
-                continue
-            error = {"message": "the process executing this run stopped (its lease expired); the run was recovered",
-                     "type": "OrphanRecovered", "run_id": info.run_id, "owner": info.owner}
-            if await self._runs.claim_orphan(info.run_id, error=error):
+            if info.run_id not in self._records and await self._take_over(info):
                 recovered.append(info.run_id)
-                self.recovered[info.run_id] = info.thread_id
-                if self._threads is not None:
-                    await self._threads.update(info.thread_id, status="error")
         if recovered:
             logger.warning("recovered %d orphaned run(s): %s", len(recovered), ", ".join(recovered))
         return recovered
+
+    async def _take_over(self, info: RunInfo) -> bool:
+        """Recover one run if its lease expired (re-checked atomically); its thread is marked ``error``."""
+        if self._runs is None:
+            return False
+        error = {"message": "the process executing this run stopped (its lease expired); the run was recovered",
+                 "type": "OrphanRecovered", "run_id": info.run_id, "owner": info.owner}
+        if not await self._runs.claim_orphan(info.run_id, error=error):
+            return False
+        self.recovered[info.run_id] = info.thread_id
+        if self._threads is not None:
+            await self._threads.update(info.thread_id, status="error")
+        return True
 
     def start_maintenance(self) -> None:
         """Renew this process's leases and recover expired ones periodically (a task on this loop)."""

@@ -294,12 +294,13 @@ class RunCancelHandler(_RunLookup):
                                                                           user_id=self.user_id))
         if outcome == CancelOutcome.UNKNOWN:
             raise http_error(404, f"run {run_id!r} not found", "Not Found")
-        if outcome not in {CancelOutcome.CANCELLED, CancelOutcome.REQUESTED}:
+        if outcome not in {CancelOutcome.CANCELLED, CancelOutcome.REQUESTED, CancelOutcome.TAKEN_OVER}:
             if outcome == CancelOutcome.NOT_ACTIVE_LOCALLY:
                 self.set_header("Retry-After", "5")
             raise http_error(409, f"run {run_id!r} cannot be cancelled here: {outcome.value}", "Conflict")
         wait = self.query_choice("wait", "0", ("0", "1", "true", "false")) in {"1", "true"}
-        status = "interrupted"
+        # taken over: its owner was gone, so the run was recovered here (``error``, ``orphan_recovered``)
+        status = "error" if outcome == CancelOutcome.TAKEN_OVER else "interrupted"
         if outcome == CancelOutcome.REQUESTED:  # another server executes it and cancels it at its next renewal
             if not wait:
                 self.write_json({"run_id": run_id, "outcome": outcome.value, "status": "running"}, status=202)

@@ -129,3 +129,29 @@ async def test_a_quiet_followed_run_yields_heartbeats(target):
         assert [e.type async for _, e in follower if e is not None] == ["end"]
     finally:
         await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_cancelling_a_run_whose_owner_is_gone_takes_it_over(target):
+    store = await open_store(target)
+    try:
+        await store.threads.create("t", "u")
+        await store.runs.create(RunInfo("r", "t", "u", owner="dead:1"), status="running", lease_seconds=0.01)
+        seen: list[str] = []
+
+        async def on_recovered(run_ids: list[str]) -> None:
+            seen.extend(run_ids)
+
+        peer = _manager(store)
+        peer.on_recovered = on_recovered
+
+        async def taken() -> None:  # once the lease ran out on the database's clock
+            while await peer.cancel("r", user_id="u") != CancelOutcome.TAKEN_OVER:
+                await asyncio.sleep(0.02)
+        await asyncio.wait_for(taken(), 60)
+        run = await store.runs.get("r", "u")
+        assert (run.status, run.stop_reason) == ("error", "orphan_recovered") and seen == ["r"]
+        assert (await store.threads.get("t", "u")).status == "error"
+        assert await peer.cancel("r", user_id="u") == CancelOutcome.NOT_CANCELLABLE
+    finally:
+        await store.aclose()

@@ -101,10 +101,15 @@ async def test_cancel_outcomes(store):
     assert record.status == "interrupted" and record.error["type"] == "Cancelled"
     assert await manager.cancel(record.run_id) == CancelOutcome.NOT_CANCELLABLE
     assert await manager.cancel("nope") == CancelOutcome.UNKNOWN
-    await store.runs.create(RunInfo("remote", "t", "u", owner="another-host:1"))
+    await store.runs.create(RunInfo("remote", "t", "u", owner="another-host:1"), lease_seconds=600)
     # executed by another process: the request is recorded for its owner's lease renewal
     assert await manager.cancel("remote") == CancelOutcome.REQUESTED
     assert (await store.runs.get("remote", "u")).cancel_requested == "interrupt"
+    # a run nobody renews (no lease, or an expired one) is recovered by the cancel itself
+    await store.runs.create(RunInfo("orphan", "t2", "u", owner="gone:1"))
+    assert await manager.cancel("orphan") == CancelOutcome.TAKEN_OVER
+    orphan = await store.runs.get("orphan", "u")
+    assert (orphan.status, orphan.stop_reason) == ("error", "orphan_recovered")
     with pytest.raises(UsageError):
         await manager.cancel(record.run_id, action="explode")
 
