@@ -97,8 +97,9 @@ class Thread:
         old continuation stays readable (:meth:`get_state` with its checkpoint id).
 
         ``data={"sales": df, ...}`` attaches kernel objects: each is written to the thread's uploads
-        (DataFrame → Parquet, CSV without ``pyarrow``; NumPy array → ``.npy``; Matplotlib figure → PNG;
-        JSON-able value → JSON), once per content digest, and described to the model before the message.
+        (DataFrame → Parquet, CSV without ``pyarrow``; NumPy array → ``.npy``; Matplotlib figure → PNG,
+        SVG and its plotted data; Plotly figure → figure JSON, trace data and a PNG where kaleido renders
+        one; JSON-able value → JSON), once per content digest, and described to the model before the message.
         An object without a safe format raises :class:`~deerflow_nb.errors.UsageError` naming it.
         """
         return self._loop.run(self._astart(message, options, secrets, data=data, checkpoint_id=checkpoint_id),
@@ -385,8 +386,8 @@ class Thread:
         """A thread file as a Python object, by type (a bare name is taken under ``outputs``).
 
         CSV / TSV / Parquet / Excel → ``pandas.DataFrame``; ``.npy`` → NumPy array; PNG / JPEG / GIF →
-        ``IPython.display.Image``; SVG → ``IPython.display.SVG``; JSON → dict / list;
-        Markdown → ``IPython.display.Markdown``; anything else → ``bytes``.
+        ``IPython.display.Image``; SVG → ``IPython.display.SVG``; ``.plotly.json`` → a Plotly ``Figure``;
+        other JSON → dict / list; Markdown → ``IPython.display.Markdown``; anything else → ``bytes``.
         """
         return self._loop.run(self._aload(path), method="Thread.load")
 
