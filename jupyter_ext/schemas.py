@@ -21,6 +21,7 @@ from deerflow_nb.memory.schemas import (
     MemoryImportRequest,
     SummaryUpdateRequest,
 )
+from deerflow_nb.runtime.goal import GoalSetRequest
 from deerflow_nb.runtime.stream_modes import PUBLIC_STREAM_MODES
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "FactDeleteRequest",
     "FactUpdateRequest",
     "FeedbackRequest",
+    "GoalSetRequest",
     "MemoryImportRequest",
     "SummaryUpdateRequest",
     "HistoryRequest",

@@ -15,6 +15,7 @@ __all__ = [
     "TERMINAL_DELEGATION_STATUSES",
     "merge_artifacts",
     "merge_delegations",
+    "merge_goal",
     "merge_skill_context",
     "merge_viewed_images",
 ]
@@ -75,6 +76,18 @@ def merge_delegations(
             index[key] = len(merged)
             merged.append(dict(entry))
     return merged[-MAX_DELEGATIONS:]
+
+
+def merge_goal(current: dict[str, Any] | None, update: dict[str, Any] | str | None) -> dict[str, Any] | None:
+    """Keep the active goal across ordinary state updates: only a goal record replaces it, :data:`CLEAR` clears it.
+
+    A ``None`` update (a state write that merely carries the channel) leaves the goal as it is.
+    """
+    if update is None:
+        return current
+    if update == CLEAR:
+        return None
+    return dict(update) if isinstance(update, dict) else current
 
 
 def merge_skill_context(

@@ -9,6 +9,7 @@ from langchain.agents import AgentState
 from deerflow_nb.agent.reducers import (
     merge_artifacts,
     merge_delegations,
+    merge_goal,
     merge_skill_context,
     merge_viewed_images,
 )
@@ -31,6 +32,8 @@ class ThreadState(AgentState[Any]):
     - ``delegations`` — subagent task ledger (terminal status never downgraded);
     - ``skill_context`` — references of skills in use (never their bodies);
     - ``summary_text`` — summary of compacted history (last value wins).
+    - ``goal`` — the active goal of goal mode (see :mod:`deerflow_nb.runtime.goal`; kept across
+      ordinary updates, replaced or cleared only by the goal writer).
     """
 
     sandbox: NotRequired[dict[str, Any] | None]
@@ -43,6 +46,7 @@ class ThreadState(AgentState[Any]):
     delegations: NotRequired[Annotated[list[dict[str, Any]], merge_delegations]]
     skill_context: NotRequired[Annotated[list[dict[str, Any]], merge_skill_context]]
     summary_text: NotRequired[str | None]
+    goal: NotRequired[Annotated[dict[str, Any] | None, merge_goal]]
 
 
 #: What a client's ``thread.state`` holds for a channel no step has written yet.

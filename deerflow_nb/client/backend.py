@@ -91,6 +91,16 @@ class Backend(Protocol):
     async def get_history(self, thread_id: str, limit: int | None) -> list[dict[str, Any]]:
         """Checkpoints, newest first: ``checkpoint_id``, ``parent_checkpoint_id``, ``created_at``, ``step``, ..."""
 
+    # -- goals ---------------------------------------------------------------------------
+    async def get_goal(self, thread_id: str) -> dict[str, Any]:
+        """``{"goal": {...}}`` or ``{"goal": None}`` (``GET /threads/{id}/goal``)."""
+
+    async def set_goal(self, thread_id: str, objective: str, max_continuations: int) -> dict[str, Any]:
+        """Replace the thread's goal; ``{"goal": {...}}`` (``PUT /threads/{id}/goal``)."""
+
+    async def clear_goal(self, thread_id: str) -> dict[str, Any]:
+        """Clear the thread's goal; ``{"goal": None}`` (``DELETE /threads/{id}/goal``)."""
+
     # -- runs ----------------------------------------------------------------------------
     async def start_run(self, thread_id: str, message: str | HumanMessage, options: Mapping[str, Any],
                         secrets: Mapping[str, str] | None, *, stream_tokens: bool,

@@ -259,6 +259,20 @@ class HttpBackend:
         items = await self._call(self.sdk.threads.get_history(thread_id, limit=1000 if limit is None else limit))
         return [_history_item(i) for i in items]
 
+    # -- goals ---------------------------------------------------------------------------
+    async def get_goal(self, thread_id: str) -> dict[str, Any]:
+        """``GET /threads/{id}/goal``."""
+        return dict(await self.request("GET", f"/threads/{thread_id}/goal"))
+
+    async def set_goal(self, thread_id: str, objective: str, max_continuations: int) -> dict[str, Any]:
+        """``PUT /threads/{id}/goal``."""
+        body = {"objective": objective, "max_continuations": max_continuations}
+        return dict(await self.request("PUT", f"/threads/{thread_id}/goal", body))
+
+    async def clear_goal(self, thread_id: str) -> dict[str, Any]:
+        """``DELETE /threads/{id}/goal``."""
+        return dict(await self.request("DELETE", f"/threads/{thread_id}/goal"))
+
     # -- runs ----------------------------------------------------------------------------
     async def start_run(self, thread_id: str, message: str | HumanMessage, options: Mapping[str, Any],
                         secrets: Mapping[str, str] | None, *, stream_tokens: bool,

@@ -100,6 +100,19 @@ class LocalBackend:
         """The thread's checkpoints, newest first."""
         return await self.runtime.get_history(thread_id, limit, self.user_id)
 
+    # -- goals ---------------------------------------------------------------------------
+    async def get_goal(self, thread_id: str) -> dict[str, Any]:
+        """The thread's goal."""
+        return await self.runtime.goals.get(thread_id, self.user_id)
+
+    async def set_goal(self, thread_id: str, objective: str, max_continuations: int) -> dict[str, Any]:
+        """Replace the thread's goal."""
+        return await self.runtime.goals.set(thread_id, self.user_id, objective, max_continuations)
+
+    async def clear_goal(self, thread_id: str) -> dict[str, Any]:
+        """Clear the thread's goal."""
+        return await self.runtime.goals.clear(thread_id, self.user_id)
+
     # -- runs ----------------------------------------------------------------------------
     async def start_run(self, thread_id: str, message: str | HumanMessage, options: Mapping[str, Any],
                         secrets: Mapping[str, str] | None, *, stream_tokens: bool,

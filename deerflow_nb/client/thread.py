@@ -280,13 +280,70 @@ class Thread:
         """Async twin of :meth:`rename`."""
         await self._loop.arun(self._backend.rename_thread(self.id, title))
 
+    async def _ahistory(self, limit: int | None) -> list[dict[str, Any]]:
+        from deerflow_nb.client.history import readable_checkpoint
+
+        return [readable_checkpoint(item) for item in await self._backend.get_history(self.id, limit)]
+
     def history(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """Checkpoints, newest first (``limit=0`` gives an empty list)."""
-        return self._loop.run(self._backend.get_history(self.id, limit), method="Thread.history")
+        """Checkpoints, newest first (``limit=0`` gives an empty list).
+
+        Each entry: ``checkpoint_id``, ``parent_checkpoint_id``, ``step``, ``created_at`` (ISO
+        time), ``source`` (``input``, ``loop`` or ``update``), ``messages`` (how many),
+        ``last_message_type`` and ``last_message`` (a one-line preview), plus the raw
+        ``metadata`` and ``values``. ``pandas.DataFrame(thread.history())`` reads well.
+        """
+        return self._loop.run(self._ahistory(limit), method="Thread.history")
 
     async def ahistory(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Async twin of :meth:`history`."""
-        return await self._loop.arun(self._backend.get_history(self.id, limit))
+        return await self._loop.arun(self._ahistory(limit))
+
+    # -- goal mode -----------------------------------------------------------------------
+    async def _aset_goal(self, objective: str, max_continuations: int) -> dict[str, Any]:
+        from deerflow_nb.runtime.goal import MAX_CONTINUATIONS
+
+        if isinstance(max_continuations, bool) or not isinstance(max_continuations, int):
+            raise UsageError(f"max_continuations: must be an integer from 0 to {MAX_CONTINUATIONS}, "
+                             f"got {max_continuations!r}")
+        capped = min(max_continuations, MAX_CONTINUATIONS)  # clamped here; the route refuses more with 422
+        return dict((await self._backend.set_goal(self.id, objective, capped))["goal"])
+
+    def set_goal(self, objective: str, max_continuations: int = 8) -> dict[str, Any]:
+        """Give the thread a goal; returns it (``objective``, ``max_continuations``, ``continuations``, ...).
+
+        After each run an evaluator model judges the visible conversation against
+        ``objective``: met, the goal is cleared; not met yet, the run goes on by itself with
+        a hidden continuation message, at most ``max_continuations`` times per run (0-8,
+        more is clamped to 8); blocked (needs your input, outside help, out of scope), it
+        stops and says why in ``get_goal()["last_evaluation"]``. Replaces an earlier goal;
+        refused with :class:`~deerflow_nb.errors.ThreadBusyError` while a run is going.
+        """
+        return self._loop.run(self._aset_goal(objective, max_continuations), method="Thread.set_goal")
+
+    async def aset_goal(self, objective: str, max_continuations: int = 8) -> dict[str, Any]:
+        """Async twin of :meth:`set_goal`."""
+        return await self._loop.arun(self._aset_goal(objective, max_continuations))
+
+    async def _aget_goal(self) -> dict[str, Any] | None:
+        goal = (await self._backend.get_goal(self.id))["goal"]
+        return dict(goal) if goal is not None else None
+
+    def get_goal(self) -> dict[str, Any] | None:
+        """The active goal (with its ``last_evaluation``), or ``None`` (none set, met, or cleared)."""
+        return self._loop.run(self._aget_goal(), method="Thread.get_goal")
+
+    async def aget_goal(self) -> dict[str, Any] | None:
+        """Async twin of :meth:`get_goal`."""
+        return await self._loop.arun(self._aget_goal())
+
+    def clear_goal(self) -> None:
+        """Drop the thread's goal (refused while a run is going)."""
+        self._loop.run(self._backend.clear_goal(self.id), method="Thread.clear_goal")
+
+    async def aclear_goal(self) -> None:
+        """Async twin of :meth:`clear_goal`."""
+        await self._loop.arun(self._backend.clear_goal(self.id))
 
     def run_events(self, run_id: str | None = None, *, event_type: str | None = None) -> list[dict[str, Any]]:
         """Journal entries of a run (embedded: also of the whole thread), oldest first."""

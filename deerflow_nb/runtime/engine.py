@@ -31,10 +31,12 @@ from deerflow_nb.context import RunContext
 from deerflow_nb.errors import NotFoundError, ThreadBusyError, UsageError
 from deerflow_nb.persistence import Store, open_store, resolve_database
 from deerflow_nb.runtime.events import StreamEvent
+from deerflow_nb.runtime.goal import GoalLoop
 from deerflow_nb.runtime.loop import BackgroundLoop
 from deerflow_nb.runtime.run_manager import RunManager, RunRecord
 from deerflow_nb.runtime.state_update import state_values
 from deerflow_nb.runtime.stream_bridge import StreamBridge
+from deerflow_nb.runtime.titles import write_fallback_title
 from deerflow_nb.runtime.worker import (
     agent_run,
     capture_rollback_point,
@@ -51,6 +53,7 @@ if TYPE_CHECKING:
     from deerflow_nb.mcp import McpManager
     from deerflow_nb.memory.service import MemoryService
     from deerflow_nb.runtime.gateway import Gateway
+    from deerflow_nb.runtime.goal import Goals
     from deerflow_nb.skills.manager import SkillManager
     from deerflow_nb.subagents import SubagentPlugin, SubagentSpec
     from deerflow_nb.usage import UsageStore
@@ -228,6 +231,13 @@ class Runtime:
 
         return Gateway(self)
 
+    @cached_property
+    def goals(self) -> Goals:
+        """Threads' goals (goal mode): ``get`` / ``set`` / ``clear``, the answers of ``/threads/{id}/goal``."""
+        from deerflow_nb.runtime.goal import Goals
+
+        return Goals(self)
+
     def _make_plugins(self) -> list[AgentPlugin]:
         from deerflow_nb.mcp import McpPlugin
         from deerflow_nb.memory.plugin import MemoryPlugin
@@ -313,6 +323,13 @@ class Runtime:
             # logs its own failure: the run is recovered, its thread just lacks the marker
             await mark_interrupted(graph, self.runs.recovered[run_id], run_id,
                                    reason="orphan_recovered", partial_texts=partial)
+            thread_id = self.runs.recovered[run_id]
+            title = await write_fallback_title(graph, thread_id, self.config.title)
+            if title:  # the thread row shows it too
+                try:
+                    await store.threads.update(thread_id, title=title)
+                except Exception as exc:
+                    logger.warning("could not store the fallback title of thread %s: %s", thread_id, exc)
 
     async def aclose(self) -> None:
         """Cancel active runs, close the database and release sandboxes."""
@@ -505,6 +522,9 @@ class Runtime:
                 early.cancel()
             raise
 
+        def evaluator() -> BaseChatModel:  # goal mode's judge: the run's model, thinking off
+            return self.resolve_model(replace(options, thinking_enabled=False))[0]
+
         async def body(record: RunRecord) -> AsyncIterator[StreamEvent]:
             # the preparation hop and the rollback point in parallel
             folders = early or asyncio.ensure_future(asyncio.to_thread(self._prepare_folders, context))
@@ -524,7 +544,8 @@ class Runtime:
                                              stream_tokens=stream_tokens, stream_updates=stream_updates,
                                              workspace_before=before,
                                              journal_sink=record.defer_journal,
-                                             finish_blocking=lambda outcome: self._finish_blocking(context, outcome)):
+                                             finish_blocking=lambda outcome: self._finish_blocking(context, outcome),
+                                             continuation=GoalLoop(graph, context, evaluator)):
                     if event.type == "values":
                         record.title = event.data.get("title") or record.title
                     elif event.type == "end":
@@ -535,6 +556,9 @@ class Runtime:
                 if not record.rollback_requested:  # keep the partial answer, marked interrupted
                     await asyncio.shield(self._mark_cancelled(graph, store, record, checkpoint_id,
                                                               rollback_point[0] if rollback_point else None))
+                    # a first run cut short before its title was generated: a local one
+                    record.title = await asyncio.shield(write_fallback_title(
+                        graph, thread_id, run_config.config.title, input_message)) or record.title
                 raise
             finally:
                 if not context.extra.get(_FINISHED_BLOCKING):  # the run failed before its graph ran

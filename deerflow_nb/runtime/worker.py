@@ -35,6 +35,8 @@ FINAL_STATE_KEY = "deerflow.final_state"
 #: ``additional_kwargs`` flag of the assistant message that closes a run cut short.
 INTERRUPTED_FLAG = "deerflow_interrupted"
 _UNSET: Any = object()
+#: After a pass of the graph: ``(events to yield, the next pass's message or None)``.
+Continuation = Callable[[StreamConverter], Awaitable[tuple[list[StreamEvent], BaseMessage | None]]]
 
 
 async def execute_run(
@@ -48,6 +50,7 @@ async def execute_run(
     stream_tokens: bool = True,
     stream_updates: bool = False,
     on_success: Callable[[], Awaitable[Any]] | None = None,
+    continuation: Continuation | None = None,
 ) -> AsyncIterator[StreamEvent]:
     """Run ``graph`` on ``graph_input`` and yield events, ending with ``end``.
 
@@ -64,6 +67,10 @@ async def execute_run(
     which saves the per-token callback cost nobody would consume. ``stream_updates=True``
     adds LangGraph's ``updates`` mode (``updates`` events, ``{node: update}`` per step).
 
+    ``continuation(converter)`` (goal mode, :class:`~deerflow_nb.runtime.goal.GoalLoop`) is
+    awaited after each pass of the graph: it answers events to yield and the input of another
+    pass in the same run (``None``: the run ends). A failing pass fails the run.
+
     Cancellation (``asyncio.CancelledError``) propagates to the caller after the
     graph stops; the checkpoint keeps what was completed.
     """
@@ -72,15 +79,27 @@ async def execute_run(
     if stream_updates:
         modes = [*modes, "updates"]
     try:
-        async for mode, chunk in graph.astream(
-            graph_input,
-            config=config,
-            context=context,
-            stream_mode=modes,
-            durability=durability,
-        ):
-            for event in converter.feed(mode, chunk):
-                yield event
+        passes = True
+        while passes:
+            async for mode, chunk in graph.astream(
+                graph_input,
+                config=config,
+                context=context,
+                stream_mode=modes,
+                durability=durability,
+            ):
+                for event in converter.feed(mode, chunk):
+                    yield event
+            passes = False
+            if continuation is not None:
+                events, next_message = await continuation(converter)
+                for event in events:
+                    yield event
+                if next_message is not None:
+                    graph_input, passes = {"messages": [next_message]}, True
+                    # later passes go on from the thread's head (a run from a checkpoint wrote its own)
+                    config = {**config, "configurable": {k: v for k, v in config.get("configurable", {}).items()
+                                                         if k != "checkpoint_id"}}
         # a saver that writes behind the run (SQLite) commits the last checkpoints now, and
         # reports a failed write as this run's error
         flush = getattr(getattr(graph, "checkpointer", None), "aflush", None)
@@ -148,6 +167,7 @@ async def agent_run(
     workspace_before: dict[str, Any] | None = _UNSET,
     journal_sink: Callable[[list[JournalEntry]], None] | None = None,
     finish_blocking: Callable[[str], None] | None = None,
+    continuation: Continuation | None = None,
 ) -> AsyncIterator[StreamEvent]:
     """:func:`execute_run` plus the run journal and the ``workspace_changes`` review.
 
@@ -159,6 +179,7 @@ async def agent_run(
     :class:`RunJournal`). After ``end``, ``context.extra[FINAL_STATE_KEY]`` holds the
     thread's final state. ``finish_blocking(status)`` (``success``, ``error`` or
     ``interrupted``) runs once, off the loop, in the hop that takes the last snapshot.
+    ``continuation``: see :func:`execute_run` (one journal and one review for all passes).
     """
     assert context.run_id and context.thread_id
     journal = RunJournal(events, run_id=context.run_id, thread_id=context.thread_id, user_id=context.user_id,
@@ -181,7 +202,7 @@ async def agent_run(
     try:
         async for event in execute_run(graph, graph_input, context=context, config=config, converter=converter,
                                        stream_tokens=stream_tokens, stream_updates=stream_updates,
-                                       on_success=on_success):
+                                       on_success=on_success, continuation=continuation):
             if event.type == "custom" and (event.data or {}).get("type") == MODEL_PROGRESS:
                 yield event  # the moment, not the conversation: becomes progress, not journaled
                 continue

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from jupyter_ext.handlers import features, openapi, runs, threads
+from jupyter_ext.handlers import features, goals, openapi, runs, threads
 from jupyter_ext.handlers.base import API
 
 __all__ = ["default_handlers"]
 
 default_handlers: list[tuple[str, type]] = [
     *features.default_handlers,  # before threads: /threads/{id}/uploads etc. are more specific
+    *goals.default_handlers,
     *runs.default_handlers,
     *threads.default_handlers,
     (rf"/{API}/openapi.json", openapi.OpenApiHandler),

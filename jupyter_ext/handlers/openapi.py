@@ -45,6 +45,7 @@ BODIES: dict[tuple[str, str], type[BaseModel]] = {
     ("ThreadRunWaitHandler", "post"): schemas.RunCreateRequest,
     ("StatelessRunHandler", "post"): schemas.RunCreateRequest,
     ("FeedbackHandler", "post"): schemas.FeedbackRequest,
+    ("GoalHandler", "put"): schemas.GoalSetRequest,
     ("MemoryImportHandler", "post"): schemas.MemoryImportRequest,
     ("MemoryFactsHandler", "post"): schemas.FactCreateRequest,
     ("MemoryFactHandler", "patch"): schemas.FactUpdateRequest,
@@ -89,6 +90,17 @@ _CHECKPOINT: dict[str, Any] = {"type": "object", "required": ["thread_id", "chec
 _STATE_UPDATE: dict[str, Any] = {"type": "object", "required": ["checkpoint", "configurable", "checkpoint_id"],
                                  "properties": {"checkpoint": _CHECKPOINT, "configurable": _CHECKPOINT,
                                                 "checkpoint_id": {"type": "string"}}}
+_EVALUATION: dict[str, Any] = {
+    "type": ["object", "null"], "required": ["blocker", "evaluated_at"],
+    "properties": {"blocker": {"type": "string"}, "reason": {"type": "string"}, "evidence": {"type": "string"},
+                   "stand_down_reason": {"type": ["string", "null"]}, "run_id": {"type": ["string", "null"]},
+                   "evaluated_at": {"type": "string"}}}
+_GOAL: dict[str, Any] = {"type": "object", "required": ["goal"], "properties": {"goal": {
+    "type": ["object", "null"], "required": ["objective", "max_continuations", "continuations", "created_at"],
+    "properties": {"objective": {"type": "string"}, "max_continuations": {"type": "integer", "minimum": 0,
+                                                                          "maximum": 8},
+                   "continuations": {"type": "integer"}, "created_at": {"type": "string"},
+                   "updated_at": {"type": "string"}, "last_evaluation": _EVALUATION}}}}
 _SSE = "text/event-stream"
 #: Response of each (handler class name, method): a JSON schema, ``_SSE`` for event streams, ``None`` for 204.
 RESPONSES: dict[tuple[str, ...], Any] = {
@@ -105,6 +117,7 @@ RESPONSES: dict[tuple[str, ...], Any] = {
     ("RunJoinHandler", "get"): _OBJ, ("RunJoinStreamHandler", "get"): _SSE, ("ThreadStreamHandler", "get"): _SSE,
     ("RunCancelHandler", "post"): _OBJ, ("UploadsHandler", "get"): _OBJ,
     ("ArtifactHandler", "get"): "application/octet-stream", ("FeedbackHandler", "get"): _LIST,
+    ("GoalHandler", "get"): _GOAL, ("GoalHandler", "put"): _GOAL, ("GoalHandler", "delete"): _GOAL,
     # a pydantic model: its schema, under components; a path as third item: that path only
     ("MemoryHandler", "get", "/memory"): memory.MemoryResponse,
     ("MemoryHandler", "get", "/memory/config"): memory.MemoryConfigResponse,
