@@ -15,7 +15,8 @@ uv pip install --quiet -e ".[test,embedded]"
 
 # Services the suite uses: each script is idempotent and says what it did. A line it prints as
 # `export NAME=value` (e.g. DEERFLOW_TEST_POSTGRES_URL) is applied to the test environment.
-for setup in .ci/sandbox-setup.sh .ci/server-setup.sh .ci/browser-setup.sh .ci/langgraph-setup.sh; do
+for setup in .ci/sandbox-setup.sh .ci/server-setup.sh .ci/browser-setup.sh .ci/langgraph-setup.sh \
+    .ci/js-setup.sh; do
   if [ -f "$setup" ]; then
     echo "== $setup"
     # to a file, not $(...): a daemon the script starts must not hold the pipe open

@@ -299,8 +299,8 @@ class HttpBackend:
 
     async def run_batches(self, thread_id: str, run_id: str, start: int) -> AsyncIterator[list[StreamEvent]]:
         """``GET /threads/{id}/runs/{run_id}/stream`` from the beginning; the first ``start`` events skipped."""
-        seen = 0
-        stream = self.sdk.runs.join_stream(thread_id, run_id, stream_mode=CLIENT_STREAM_MODES)
+        seen = 0  # Last-Event-ID -1: replay from the start (a join without it streams only what comes next)
+        stream = self.sdk.runs.join_stream(thread_id, run_id, stream_mode=CLIENT_STREAM_MODES, last_event_id="-1")
         try:
             async for part in stream:
                 event = stream_event_from_wire(part.event, part.data)

@@ -250,7 +250,7 @@ class RunJoinStreamHandler(_RunLookup):
             return
         await stream_run(self, run_id=run_id, thread_id=thread_id, modes=modes,
                          last_event_id=self.request.headers.get("Last-Event-ID") or None,
-                         on_disconnect="cancel" if cancel else "continue")
+                         on_disconnect="cancel" if cancel else "continue", join=True)
 
 
 class ThreadStreamHandler(_RunHandler):

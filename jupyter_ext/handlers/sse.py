@@ -64,12 +64,15 @@ def sse_event(event: str, data: Any, event_id: str | None = None) -> str:
 
 
 async def stream_run(handler: DeerFlowHandler, *, run_id: str, thread_id: str | None, modes: list[str] | None,
-                     last_event_id: str | None, on_disconnect: str = "continue", stateless: bool = False) -> None:
+                     last_event_id: str | None, on_disconnect: str = "continue", stateless: bool = False,
+                     join: bool = False) -> None:
     """Write the run's events to ``handler`` until the run ends (or until the client goes away).
 
     ``modes`` filters event types (``None``: every LangGraph mode, not DeerFlow's opt-in
     ``end``/``progress``); ``error`` always passes. With ``on_disconnect="cancel"`` a
     client that disconnects cancels the run. A ``stateless`` run's headers name ``/runs/{run_id}``.
+    A ``join`` without ``last_event_id`` streams what the run emits from now on, as LangGraph does
+    (``Last-Event-ID: -1`` replays the run from its start).
     """
     service = handler.service
     handler.set_header("Content-Type", "text/event-stream; charset=utf-8")
@@ -86,16 +89,21 @@ async def stream_run(handler: DeerFlowHandler, *, run_id: str, thread_id: str | 
     disconnected = False
     try:
         await handler.flush()  # headers now: later writes cannot turn this into a JSON response
-        if last_event_id is None:
+        if (last_event_id is None and not join) or (last_event_id is not None and not
+                                                     (last_event_id.isdigit() and int(last_event_id) >= 1)):
+            # a new stream, or a replay from before the first event ("-1", as the JS SDK sends): LangGraph's
+            # replay starts with the run's metadata event too; a live join does not get it
             handler.write(sse_event("metadata", {"run_id": run_id, "attempt": 1}))
             await handler.flush()
         if not bridge.has(run_id):  # finished long ago: report the stored outcome
             await _finished_run(handler, run_id, thread_id, last_event_id, wanted)
             return
+        # a live join starts after the newest event (none yet: from the first one)
+        cursor = bridge.latest_id(run_id) if join and last_event_id is None else last_event_id
         started = False
         try:
             async for batch in service.iterate(lambda: bridge.subscribe_batches(
-                    run_id, last_event_id, heartbeat=True, max_lag=bridge.reader_queue_maxsize)):
+                    run_id, cursor, heartbeat=True, max_lag=bridge.reader_queue_maxsize)):
                 started = True
                 await _write_batch(handler, batch, run_id, thread_id, wanted)
         except KeyError:  # the channel was cleaned up between the check and the subscription

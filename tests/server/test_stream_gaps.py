@@ -121,6 +121,14 @@ async def test_resume_after_cleanup_gets_a_gap_unless_it_saw_the_last_event(jp_f
                                  "if_not_exists": "create"})
     assert frames[0]["event"] == "metadata" and frames[-1]["event"] == "end"
     run_id, last = frames[0]["data"]["run_id"], frames[-1]["id"]
+    join = ("threads", "t-resume", "runs", run_id, "stream")
+    modes = [("stream_mode", "values"), ("stream_mode", "end")]
+    # while the channel is there: a join streams what comes next (nothing), "-1" replays the run from its start
+    assert await _stream(jp_fetch, *join, params=modes) == []
+    replay = await _stream(jp_fetch, *join, last_event_id="-1", params=[("stream_mode", m) for m in ALL_MODES])
+    gap = replay[1]["data"]  # only stream_bridge.queue_maxsize (4) events are retained once the run ended
+    assert replay[0]["event"] == "metadata" and replay[1]["event"] == "gap" and gap["last_event_id"] == "-1"
+    assert replay[2:] == [f for f in frames[1:] if int(f["id"]) >= int(gap["resumed_at"])] and len(replay[2:]) == 4
     service = _service(jp_serverapp)
     bridge = service.engine.bridge
 
@@ -129,8 +137,6 @@ async def test_resume_after_cleanup_gets_a_gap_unless_it_saw_the_last_event(jp_f
 
     await service.call(expire())
     assert not bridge.has(run_id)
-    join = ("threads", "t-resume", "runs", run_id, "stream")
-    modes = [("stream_mode", "values"), ("stream_mode", "end")]
 
     resumed = await _stream(jp_fetch, *join, last_event_id="1", params=modes)
     assert [f["event"] for f in resumed] == ["gap", "end"]  # never a bare end
