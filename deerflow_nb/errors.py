@@ -12,7 +12,10 @@ Hierarchy::
     │   ├── ModelNotFoundError         (unknown model name)
     │   ├── NoModelConfiguredError     (no model configured and no embedded default)
     │   ├── SyncInAsyncError           (a sync twin called from the private loop)
-    │   └── ThreadBusyError            (a second run on a busy thread)
+    │   └── ConflictError              (the request conflicts with what exists)
+    │       ├── ThreadBusyError        (a second run on a busy thread)
+    │       └── CheckpointModeMismatchError (a full-mode process opened a delta-mode thread)
+    ├── CheckpointModeReconfigurationError (a second checkpoint mode in one process)
     ├── NotFoundError                  (thread / run / file does not exist for this user)
     ├── SandboxError                   (sandbox failures)
     │   ├── SandboxPathError           (a path escapes the mapped roots)
@@ -36,6 +39,8 @@ from typing import Any
 
 __all__ = [
     "HTTP_STATUSES",
+    "CheckpointModeMismatchError",
+    "CheckpointModeReconfigurationError",
     "ConfigError",
     "ConflictError",
     "DeerFlowError",
@@ -111,6 +116,21 @@ class PayloadTooLargeError(UsageError):
 
 class ThreadBusyError(ConflictError):
     """A run was started on a thread that already has an active run (multitask strategy ``reject``)."""
+
+
+class CheckpointModeMismatchError(ConflictError):
+    """A ``checkpoint_channel_mode: full`` process was asked to read or write a thread written in delta mode.
+
+    Full mode cannot read delta checkpoints (their ``messages`` are per-step writes, not a
+    list). Set ``checkpoint_channel_mode: delta`` and restart. HTTP 409.
+    """
+
+
+class CheckpointModeReconfigurationError(DeerFlowError):
+    """A second, different checkpoint mode (or delta snapshot frequency) was asked for in one process.
+
+    The mode is frozen by the first runtime or agent graph of a process; restart to change it. HTTP 503.
+    """
 
 
 class NotFoundError(DeerFlowError, LookupError):
@@ -211,6 +231,7 @@ HTTP_STATUSES: tuple[tuple[type[DeerFlowError], int], ...] = (
     (SandboxPathError, 403),
     (ThreadBusyError, 409),
     (ConflictError, 409),
+    (CheckpointModeReconfigurationError, 503),
     (PayloadTooLargeError, 413),
     (UsageError, 422),
     (DeerFlowError, 500),
@@ -244,6 +265,6 @@ def error_for(status: int, message: str, error_type: str | None = None) -> DeerF
 
 
 for _cls in (DeerFlowError, UsageError, ConfigError, ModelNotFoundError, NoModelConfiguredError, ThreadBusyError,
-             ConflictError, PayloadTooLargeError,
+             ConflictError, PayloadTooLargeError, CheckpointModeMismatchError, CheckpointModeReconfigurationError,
              NotFoundError, SandboxError, SandboxPathError, SandboxTimeoutError):
     register_error(_cls)

@@ -12,6 +12,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from deerflow_nb.agent.checkpoint_mode import MODE_MARKER, freeze_checkpoint_mode
 from deerflow_nb.agent.middlewares import (
     ClarificationMiddleware,
     DanglingToolCallMiddleware,
@@ -40,7 +41,7 @@ from deerflow_nb.agent.middlewares.dynamic_context import ContextProvider
 from deerflow_nb.agent.middlewares.model_retry import ModelRetryMiddleware
 from deerflow_nb.agent.profile import SMALL_PROMPT
 from deerflow_nb.agent.prompt import build_system_prompt
-from deerflow_nb.agent.state import ThreadState
+from deerflow_nb.agent.state import thread_state_schema
 from deerflow_nb.config.schema import AppConfig, ModelConfig
 from deerflow_nb.context import RunContext
 
@@ -157,13 +158,18 @@ def make_lead_agent(
 
     ``tools`` defaults to :func:`deerflow_nb.tools.get_available_tools`. Run it with
     ``context=RunContext(...)`` so middlewares and tools find the sandbox and paths.
+    The state schema follows ``config.checkpoint_channel_mode``, which this call freezes
+    for the process (see :mod:`deerflow_nb.agent.checkpoint_mode`); a delta-mode graph
+    stamps its checkpoints with the mode marker.
     """
+    mode, frequency = freeze_checkpoint_mode(config.checkpoint_channel_mode,
+                                             config.checkpoint_delta_snapshot_frequency)
     options = options or AgentOptions()
     if tools is None:
         from deerflow_nb.tools import get_available_tools
 
         tools = get_available_tools(config, supports_vision=options.supports_vision)
-    return create_agent(
+    graph: Any = create_agent(
         model,
         tools=_prepare_tools(tools, options.non_interactive),
         system_prompt=(SMALL_PROMPT + "\n" if options.profile == "small" else
@@ -171,8 +177,9 @@ def make_lead_agent(
                                             else None])),
         middleware=[MiddlewareChain(build_middlewares(config, options, slots=slots,
                                                       context_providers=context_providers))],
-        state_schema=ThreadState,
+        state_schema=thread_state_schema(mode, frequency),
         context_schema=RunContext,
         checkpointer=checkpointer,
         name="lead_agent",
     )
+    return graph.with_config(metadata={MODE_MARKER: "delta"}) if mode == "delta" else graph

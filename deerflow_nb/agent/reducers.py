@@ -6,7 +6,12 @@ mutates its inputs.
 
 from __future__ import annotations
 
-from typing import Any
+import uuid
+from collections.abc import Sequence
+from typing import Any, cast
+
+from langchain_core.messages import AnyMessage, RemoveMessage
+from langgraph.graph.message import REMOVE_ALL_MESSAGES, _coerce_to_messages, add_messages
 
 __all__ = [
     "CLEAR",
@@ -16,6 +21,7 @@ __all__ = [
     "merge_artifacts",
     "merge_delegations",
     "merge_goal",
+    "merge_message_writes",
     "merge_skill_context",
     "merge_viewed_images",
 ]
@@ -106,3 +112,64 @@ def merge_skill_context(
         merged.pop(path, None)  # re-insert so the most recently read entry comes last
         merged[path] = ref
     return list(merged.values())[-MAX_SKILL_CONTEXT:]
+
+
+def merge_message_writes(state: Sequence[Any] | Any | None, writes: Sequence[Any]) -> list[AnyMessage]:
+    """Fold a batch of ``messages`` writes into ``state`` in one pass (the delta-mode reducer).
+
+    The result equals applying LangGraph's ``add_messages`` to each write in turn (same
+    ids replace in place, ``RemoveMessage`` deletes and fails for an unknown id,
+    ``REMOVE_ALL_MESSAGES`` resets, missing ids are assigned, a ``None`` write fails), but
+    the id index is built once, not once per write, so replaying many writes stays linear.
+    Folding two batches one after the other equals folding their concatenation, as
+    ``DeltaChannel`` requires.
+    """
+    merged: list[Any] = _coerce_to_messages(list(state) if isinstance(state, list) else
+                                            [] if state is None else [state])
+    for message in merged:
+        if message.id is None:
+            message.id = str(uuid.uuid4())
+    index: dict[str, int] = {m.id: i for i, m in enumerate(merged)}
+    holes = 0  # removed positions (None) not compacted yet
+    for number, write in enumerate(writes):
+        if len(index) != len(merged) - holes:  # duplicate ids: add_messages' own rules, write by write
+            result = [m for m in merged if m is not None]
+            for rest in writes[number:]:
+                result = cast(list[Any], add_messages(result, rest))
+            return result
+        if write is None:
+            raise ValueError("a messages write must not be None")
+        batch = _coerce_to_messages(write if isinstance(write, list) else [write])
+        for message in batch:
+            if message.id is None:
+                message.id = str(uuid.uuid4())
+        reset = next((i for i in range(len(batch) - 1, -1, -1)
+                      if isinstance(batch[i], RemoveMessage) and batch[i].id == REMOVE_ALL_MESSAGES), None)
+        if reset is not None:
+            merged = list(batch[reset + 1:])
+            index = {m.id: i for i, m in enumerate(merged)}
+            holes = 0
+            continue
+        removed: set[str] = set()
+        for message in batch:
+            key: str = message.id
+            position = index.get(key)
+            if position is not None:
+                if isinstance(message, RemoveMessage):
+                    removed.add(key)
+                else:
+                    removed.discard(key)
+                    merged[position] = message
+            elif isinstance(message, RemoveMessage):
+                raise ValueError(f"Attempting to delete a message with an ID that doesn't exist ('{key}')")
+            else:
+                index[key] = len(merged)
+                merged.append(message)
+        for message_id in removed:  # tombstones: positions stay valid until compacted below
+            merged[index.pop(message_id)] = None
+            holes += 1
+        if holes and holes > len(merged) // 2:
+            merged = [m for m in merged if m is not None]
+            index = {m.id: i for i, m in enumerate(merged)}
+            holes = 0
+    return [m for m in merged if m is not None] if holes else merged

@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, NotRequired
+import functools
+import types
+from typing import Annotated, Any, NotRequired, Required
 
 from langchain.agents import AgentState
+from langchain_core.messages import AnyMessage
+from langgraph.channels import DeltaChannel
 
 from deerflow_nb.agent.reducers import (
     merge_artifacts,
     merge_delegations,
     merge_goal,
+    merge_message_writes,
     merge_skill_context,
     merge_viewed_images,
 )
 
-__all__ = ["STATE_DEFAULTS", "ThreadState", "with_state_defaults"]
+__all__ = ["DEFAULT_DELTA_SNAPSHOT_FREQUENCY", "STATE_DEFAULTS", "ThreadState", "thread_state_schema",
+           "with_state_defaults"]
+
+#: ``checkpoint_delta_snapshot_frequency`` default: every 1000th ``messages`` update stores the whole list.
+DEFAULT_DELTA_SNAPSHOT_FREQUENCY = 1000
 
 
 class ThreadState(AgentState[Any]):
@@ -47,6 +56,28 @@ class ThreadState(AgentState[Any]):
     skill_context: NotRequired[Annotated[list[dict[str, Any]], merge_skill_context]]
     summary_text: NotRequired[str | None]
     goal: NotRequired[Annotated[dict[str, Any] | None, merge_goal]]
+
+
+@functools.cache
+def thread_state_schema(mode: str = "full", snapshot_frequency: int = DEFAULT_DELTA_SNAPSHOT_FREQUENCY
+                        ) -> type[ThreadState]:
+    """The state schema of a lead agent in checkpoint channel ``mode`` (``full`` or ``delta``).
+
+    ``full`` is :class:`ThreadState`: every checkpoint stores the whole ``messages`` list.
+    ``delta`` is the same schema with ``messages`` on LangGraph's ``DeltaChannel``
+    (reducer :func:`~deerflow_nb.agent.reducers.merge_message_writes`): checkpoints store
+    each step's writes and, every ``snapshot_frequency`` updates, the whole list once. Both
+    read checkpoints written in full mode.
+    """
+    if mode == "full":
+        return ThreadState
+    if mode != "delta":
+        raise ValueError(f"checkpoint channel mode must be 'full' or 'delta', got {mode!r}")
+    channel: DeltaChannel[list[AnyMessage]] = DeltaChannel(merge_message_writes, snapshot_frequency=snapshot_frequency)
+    annotations = {"messages": Required[Annotated[list[AnyMessage], channel]]}
+    return types.new_class("DeltaThreadState", (ThreadState,), {},
+                           lambda namespace: namespace.update({"__annotations__": annotations,
+                                                               "__module__": __name__}))
 
 
 #: What a client's ``thread.state`` holds for a channel no step has written yet.

@@ -14,6 +14,8 @@ STARTUP_ONLY_FIELDS: frozenset[str] = frozenset(
         "home",
         "database",
         "checkpointer",
+        "checkpoint_channel_mode",
+        "checkpoint_delta_snapshot_frequency",
         "run_events",
         "stream_bridge",
         "runs",

@@ -260,6 +260,14 @@ class AppConfig(BaseModel):
     subagents: SubagentsConfig = Field(default_factory=SubagentsConfig)
     database: DatabaseConfig = Field(default_factory=DatabaseConfig)
     checkpointer: dict[str, Any] | None = Field(default=None, description="startup-only: deprecated.")
+    checkpoint_channel_mode: Literal["full", "delta"] = Field(
+        default="delta",
+        description="startup-only: how checkpoints store `messages`: `delta` (each step's new messages; "
+                    "threads written in full mode stay readable) or `full` (the whole list at every step).")
+    checkpoint_delta_snapshot_frequency: int = Field(
+        default=1000, ge=1,
+        description="startup-only: in delta mode, every Nth update of `messages` stores the whole list once, "
+                    "bounding how many writes a cold read replays.")
     run_events: dict[str, Any] = Field(default_factory=dict, description="startup-only: run journal options.")
     stream_bridge: StreamBridgeConfig = Field(default_factory=StreamBridgeConfig)
     runs: RunsConfig = Field(default_factory=RunsConfig)

@@ -25,6 +25,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
 from deerflow_nb.agent import AgentOptions, make_lead_agent
+from deerflow_nb.agent.checkpoint_mode import ensure_thread_compatible, freeze_checkpoint_mode, materialized_values
 from deerflow_nb.agent.plugins import AgentPlugin
 from deerflow_nb.config import AppConfig, Paths, get_app_config, load_config, resolve_home, validate_id
 from deerflow_nb.context import RunContext
@@ -161,6 +162,9 @@ class Runtime:
         self.database = resolve_database(self.persistence, startup.database.url if self.persistence != "memory"
                                          else None, startup.database.sqlite_path, self.paths.home)
         self._startup = startup
+        #: ``(checkpoint_channel_mode, delta snapshot frequency)``, frozen for the process (restart to change).
+        self.checkpoint_mode = freeze_checkpoint_mode(startup.checkpoint_channel_mode,
+                                                      startup.checkpoint_delta_snapshot_frequency)
         self._sandbox_provider = sandbox_provider
         self._store: Store | None = None
         self._store_lock: asyncio.Lock | None = None
@@ -644,12 +648,12 @@ class Runtime:
         store = await self.store()
         if checkpoint_id is not None:
             item = await self._checkpoint_tuple(store, thread_id, user_id or self.user_id, checkpoint_id)
-            return state_values(item.checkpoint.get("channel_values", {}))
+            return state_values(await materialized_values(store.checkpointer, item))
         await store.get_thread(thread_id, user_id or self.user_id)
         snapshot = await store.checkpointer.aget_tuple({"configurable": {"thread_id": thread_id}})
         if snapshot is None:
             return {}
-        return state_values(snapshot.checkpoint.get("channel_values", {}))
+        return state_values(await materialized_values(store.checkpointer, snapshot))
 
     async def _checkpoint_tuple(self, store: Store, thread_id: str, user_id: str, checkpoint_id: str) -> Any:
         """The saved checkpoint ``checkpoint_id`` of the user's thread, or :class:`NotFoundError`."""
@@ -667,11 +671,15 @@ class Runtime:
         """One checkpoint as a :meth:`get_history` item (default: the newest; ``None`` when the thread has none)."""
         store = await self.store()
         if checkpoint_id is not None:
-            return _history_item(await self._checkpoint_tuple(store, thread_id, user_id or self.user_id,
-                                                              checkpoint_id))
+            item = await self._checkpoint_tuple(store, thread_id, user_id or self.user_id, checkpoint_id)
+            values = await materialized_values(store.checkpointer, item)
+            return {**_history_item(item), "values": state_values(values)}
         await store.get_thread(thread_id, user_id or self.user_id)
         item = await store.checkpointer.aget_tuple({"configurable": {"thread_id": thread_id}})
-        return _history_item(item) if item is not None else None
+        if item is None:
+            return None
+        values = await materialized_values(store.checkpointer, item)
+        return {**_history_item(item), "values": state_values(values)}
 
     async def update_state(self, thread_id: str, values: dict[str, Any] | None, *, as_node: str | None = None,
                            checkpoint_id: str | None = None, user_id: str | None = None) -> dict[str, Any]:
@@ -699,6 +707,7 @@ class Runtime:
             await store.get_thread(thread_id, user_id)
         if self.runs.active_run(thread_id) is not None:
             raise ThreadBusyError(f"thread {thread_id!r} has a run in progress; update its state when the run ends")
+        await ensure_thread_compatible(store.checkpointer, thread_id)
         store.threads.take_fresh(thread_id)  # it gets a checkpoint now: its first run must read it
         written = await marker_graph(store.checkpointer).aupdate_state(config, checked, as_node="model")
         flush = getattr(store.checkpointer, "aflush", None)
@@ -718,10 +727,13 @@ class Runtime:
         if limit == 0:
             return []
         cursor: Any = {"configurable": {"thread_id": thread_id, "checkpoint_id": before}} if before else None
+        # listed first: a saver's listing may hold its connection until it ends (PostgreSQL)
+        items = [item async for item in store.checkpointer.alist({"configurable": {"thread_id": thread_id}},
+                                                                 limit=limit, before=cursor)]
         out = []
-        async for item in store.checkpointer.alist({"configurable": {"thread_id": thread_id}}, limit=limit,
-                                                   before=cursor):
-            out.append(_history_item(item))
+        for item in items:
+            values = await materialized_values(store.checkpointer, item)
+            out.append({**_history_item(item), "values": state_values(values)})
         return out
 
     async def rename_thread(self, thread_id: str, title: str, user_id: str | None = None) -> None:
@@ -737,6 +749,7 @@ class Runtime:
         await store.get_thread(thread_id, user_id or self.user_id)
         if self.runs.active_run(thread_id) is not None:
             raise ThreadBusyError(f"thread {thread_id!r} has a run in progress; rename it when the run ends")
+        await ensure_thread_compatible(store.checkpointer, thread_id)
         store.threads.take_fresh(thread_id)  # it gets a checkpoint now: its first run must read it
         config: Any = {"configurable": {"thread_id": thread_id}}
         await marker_graph(store.checkpointer).aupdate_state(config, {"title": title}, as_node="model")

@@ -289,8 +289,15 @@ def _summary(change: dict[str, Any]) -> dict[str, Any]:
 
 
 async def capture_rollback_point(checkpointer: Any, thread_id: str) -> dict[str, Any] | None:
-    """The config of the thread's newest checkpoint (``None``: the thread has no state yet)."""
+    """The config of the thread's newest checkpoint (``None``: the thread has no state yet).
+
+    Raises :class:`~deerflow_nb.errors.CheckpointModeMismatchError` when a ``full``-mode
+    process meets a thread written in delta mode.
+    """
+    from deerflow_nb.agent.checkpoint_mode import ensure_compatible, process_mode
+
     saved = await checkpointer.aget_tuple({"configurable": {"thread_id": thread_id}})
+    ensure_compatible(process_mode(), saved, thread_id)
     return dict(saved.config) if saved is not None else None
 
 
@@ -336,14 +343,22 @@ async def mark_interrupted(graph: Any, thread_id: str, run_id: str, *, reason: s
         logger.warning("could not mark run %s of thread %s as interrupted: %s", run_id, thread_id, exc)
 
 
-def marker_graph(checkpointer: Any) -> Any:
-    """A minimal graph over :class:`~deerflow_nb.agent.state.ThreadState` for :func:`mark_interrupted`."""
+def marker_graph(checkpointer: Any, mode: tuple[str, int] | None = None) -> Any:
+    """A minimal graph over the thread state schema for :func:`mark_interrupted` and state edits.
+
+    ``mode`` is ``(checkpoint_channel_mode, snapshot_frequency)``, by default the process's
+    frozen one (``full`` before any freeze): the schema and the mode marker then match the
+    lead agent's, so its writes and reads agree with the agent's checkpoints.
+    """
     from langgraph.graph import END, START, StateGraph
 
-    from deerflow_nb.agent.state import ThreadState
+    from deerflow_nb.agent.checkpoint_mode import MODE_MARKER, frozen_checkpoint_mode
+    from deerflow_nb.agent.state import thread_state_schema
 
-    builder = StateGraph(ThreadState)
+    name, frequency = mode or frozen_checkpoint_mode() or ("full", 1)
+    builder = StateGraph(thread_state_schema(name, frequency) if name == "delta" else thread_state_schema())
     builder.add_node("model", lambda state: {})
     builder.add_edge(START, "model")
     builder.add_edge("model", END)
-    return builder.compile(checkpointer=checkpointer)
+    graph = builder.compile(checkpointer=checkpointer)
+    return graph.with_config(metadata={MODE_MARKER: "delta"}) if name == "delta" else graph
