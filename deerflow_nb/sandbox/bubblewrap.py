@@ -275,6 +275,7 @@ class BubblewrapSandboxProvider(LocalSandboxProvider):
         paths: Paths,
         skills_root: Path | None = None,
         max_cached: int = 256,
+        owner: str | None = None,
     ) -> None:
         super().__init__(config, paths=paths, skills_root=skills_root, max_cached=max_cached)
         problem = bwrap_available()
@@ -288,7 +289,9 @@ class BubblewrapSandboxProvider(LocalSandboxProvider):
         self.ro_paths = [p for p in ro_paths if p.exists()]
         bins = [str(p / "bin") for p in self.ro_paths if (p / "bin").is_dir()]
         self.sandbox_path = ":".join([*bins, SANDBOX_PATH])
-        self.cgroups = None if cgroups_disabled() or not extra.get("use_cgroups", True) else CgroupManager.detect()
+        # the instances' cgroups are named by ``owner`` (default: this process), see :mod:`.owner`
+        use_cgroups = not cgroups_disabled() and extra.get("use_cgroups", True)
+        self.cgroups = CgroupManager.detect(owner=owner) if use_cgroups else None
         if self.cgroups is None and os.geteuid() == 0:
             _log.warning(
                 "bubblewrap sandbox: no writable cgroup here and running as root, so the "

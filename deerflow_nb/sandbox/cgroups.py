@@ -184,8 +184,8 @@ class CgroupManager:
             _REMOVER.parents.update(parents.values())
 
     @classmethod
-    def detect(cls) -> CgroupManager | None:
-        """A manager for this host, or ``None`` when cgroups are not writable here."""
+    def detect(cls, *, owner: str | None = None) -> CgroupManager | None:
+        """A manager for this host (creating ``owner``'s cgroups), or ``None`` when cgroups are not writable here."""
         try:
             lines = Path("/proc/self/cgroup").read_text().splitlines()
         except OSError:
@@ -197,7 +197,7 @@ class CgroupManager:
                 own[name] = path
         v1: dict[str, Path] = {c: _ROOT / c / own[c].lstrip("/") / _GROUP for c in ("pids", "memory") if c in own}
         if len(v1) == 2 and all((_ROOT / c / "cgroup.procs").exists() for c in v1):
-            manager = cls(v1, 1)
+            manager = cls(v1, 1, owner=owner)
         elif "" in own and (_ROOT / "cgroup.controllers").exists():
             base = _ROOT / own[""].lstrip("/")
             try:
@@ -206,7 +206,7 @@ class CgroupManager:
                 return None
             if not {"pids", "memory"} <= set(delegated):
                 return None
-            manager = cls({"unified": base}, 2)
+            manager = cls({"unified": base}, 2, owner=owner)
         else:
             return None
         return manager if manager._probe() else None

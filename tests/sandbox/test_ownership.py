@@ -117,3 +117,40 @@ def test_cgroups_are_named_by_owner_and_swept_only_when_it_is_dead(peer_owner) -
     finally:
         mine.remove()
         theirs.remove()
+
+
+def test_bubblewrap_providers_sharing_a_home_keep_their_own_instance_cgroups(home: Path, skills_root: Path,
+                                                                           peer_owner) -> None:
+    require("bubblewrap")
+    from deerflow_nb.sandbox.bubblewrap import BubblewrapSandboxProvider
+
+    config = SandboxConfig(use="bubblewrap", **TEST_LIMITS)
+    peer_id, peer_proc = peer_owner()
+    ours = BubblewrapSandboxProvider(config, paths=Paths(home), skills_root=skills_root)
+    peer = BubblewrapSandboxProvider(config, paths=Paths(home), skills_root=skills_root, owner=peer_id)
+    try:
+        if ours.cgroups is None or peer.cgroups is None:
+            pytest.skip("no writable cgroup hierarchy on this host")
+        mine, theirs = ours.acquire("t1"), peer.acquire("t1")
+        assert mine.execute_command("echo mine").output.endswith("mine\n")
+        assert theirs.execute_command("echo theirs").output.endswith("theirs\n")
+        groups = {}
+
+        def no_new_instance():
+            raise AssertionError("the instance should be running")
+
+        for name, provider in (("mine", ours), ("theirs", peer)):
+            (key,) = provider.instances.keys()
+            instance, _ = provider.instances.get(key, no_new_instance)
+            assert instance.cgroup is not None
+            groups[name] = instance.cgroup.dirs
+        assert ours.cgroups.owner == process_owner_id() and peer.cgroups.owner == peer_id
+        assert all(process_owner_id() in d.name for d in groups["mine"])
+        assert all(peer_id in d.name for d in groups["theirs"])
+        _kill(peer_proc)  # the peer's owner "dies"; a sweep leaves cgroups that still hold processes
+        ours.cgroups.sweep(min_age_s=0)
+        assert all(d.is_dir() for d in [*groups["mine"], *groups["theirs"]])
+        assert mine.execute_command("echo still").output.endswith("still\n")
+    finally:
+        peer.shutdown()
+        ours.shutdown()
