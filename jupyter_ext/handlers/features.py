@@ -184,10 +184,10 @@ class MemoryFactsHandler(DeerFlowHandler):
     async def get(self) -> None:
         """Every fact, oldest first, or the facts relevant to ``?query=`` (best first, ``?limit=`` 1-1000)."""
         gateway, query = self.service.gateway, self.get_query_argument("query", None)
+        limit = self.query_int("limit", 10, ge=1, le=MAX_SEARCH_LIMIT)  # validated even when unused
         if query is None:
             self.write_json(await asyncio.to_thread(gateway.list_memory_facts, self.user_id))
             return
-        limit = self.query_int("limit", 10, ge=1, le=MAX_SEARCH_LIMIT)
         self.write_json(await asyncio.to_thread(gateway.search_memory_facts, self.user_id, query, limit))
 
     @web.authenticated
