@@ -281,6 +281,19 @@ class DeerFlow:
         """``(content, mime_type)`` of a ``/mnt/user-data/...`` file of the thread."""
         return Thread(self, thread_id).artifact(path)
 
+    def get_goal(self, thread_id: str) -> dict[str, Any]:
+        """``{"goal": {...}}`` or ``{"goal": None}`` as ``GET /threads/{id}/goal`` returns it."""
+        return {"goal": Thread(self, thread_id).get_goal()}
+
+    def set_goal(self, thread_id: str, objective: str, max_continuations: int = 8) -> dict[str, Any]:
+        """Set the thread's goal (see :meth:`Thread.set_goal`); ``{"goal": {...}}`` as ``PUT /threads/{id}/goal``."""
+        return {"goal": Thread(self, thread_id).set_goal(objective, max_continuations)}
+
+    def clear_goal(self, thread_id: str) -> dict[str, Any]:
+        """Clear the thread's goal; ``{"goal": None}`` as ``DELETE /threads/{id}/goal``."""
+        Thread(self, thread_id).clear_goal()
+        return {"goal": None}
+
     def usage(self, since: Since = None) -> dict[str, Any]:
         """Token usage and cost of this user's runs (from ``since`` on), overall and per model."""
         return self._call(self.backend.usage(None, since), "DeerFlow.usage")  # type: ignore[no-any-return]

@@ -6,6 +6,7 @@ import pytest
 
 import deerflow_nb as df
 from deerflow_nb.errors import ThreadBusyError, UsageError
+from deerflow_nb.runtime.goal import GoalResponse
 from tests.client.conftest import two_backend_client
 
 
@@ -37,6 +38,15 @@ def test_goal_set_get_clear(agent):
         thread.set_goal("   ")
     with pytest.raises(UsageError, match="max_continuations"):
         thread.set_goal("x", max_continuations=-2)
+
+
+def test_goal_dict_methods_answer_what_the_routes_do(agent):
+    thread = agent.thread()
+    assert agent.get_goal(thread.id) == {"goal": None}
+    stored = agent.set_goal(thread.id, "reach step 1", max_continuations=2)
+    assert GoalResponse.model_validate(stored).goal.objective == "reach step 1"
+    assert agent.get_goal(thread.id) == stored
+    assert agent.clear_goal(thread.id) == {"goal": None} == agent.get_goal(thread.id)
 
 
 def test_goal_run_continues_until_met(agent):
