@@ -48,13 +48,22 @@ class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+#: What ``openapi.json`` says of the one input message (the validator below is the authority).
+_MESSAGE: dict[str, Any] = {"type": "object", "required": ["content"], "anyOf": [
+    {"required": ["role"]}, {"required": ["type"]}], "properties": {
+    "role": {"enum": ["user", "human"]}, "type": {"enum": ["human", "user"]},
+    "content": {"anyOf": [{"type": "string", "pattern": "\\S"}, {"type": "array", "items": {"type": "object"}}]},
+    "additional_kwargs": {"type": "object"}}}
+
+
 class RunInput(BaseModel):
     """``input``: the messages that start the run (one human message)."""
 
     model_config = ConfigDict(extra="forbid")
 
     messages: list[dict[str, Any]] = Field(min_length=1, max_length=1,
-                                           description="Exactly one message: {'role': 'user', 'content': ...}.")
+                                           description="Exactly one message: {'role': 'user', 'content': ...}.",
+                                           json_schema_extra={"items": _MESSAGE})
 
     @field_validator("messages")
     @classmethod

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from jupyter_ext.handlers import features, goals, openapi, runs, threads
-from jupyter_ext.handlers.base import API
+from jupyter_ext.handlers.base import API, NotFoundHandler
 
 __all__ = ["default_handlers"]
 
@@ -13,4 +13,5 @@ default_handlers: list[tuple[str, type]] = [
     *runs.default_handlers,
     *threads.default_handlers,
     (rf"/{API}/openapi.json", openapi.OpenApiHandler),
+    (rf"/{API}/.*", NotFoundHandler),  # last: unknown paths answer JSON too
 ]

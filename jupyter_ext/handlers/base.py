@@ -22,7 +22,7 @@ from deerflow_nb.errors import DeerFlowError, UsageError, status_for
 from jupyter_ext.service import DeerFlowService
 
 __all__ = ["API", "AUTH_RESOURCE", "MAX_BODY_BYTES", "MAX_JSON_DEPTH", "MAX_METADATA_BYTES", "DeerFlowHandler",
-           "api_method", "check_json", "dumps", "iso"]
+           "NotFoundHandler", "api_method", "check_json", "dumps", "iso"]
 
 #: Largest JSON request body (413 beyond it).
 MAX_BODY_BYTES = 1 << 20
@@ -147,9 +147,7 @@ class DeerFlowHandler(ExtensionHandlerMixin, APIHandler):
             raise _HTTPError(422, f"body: nested deeper than {MAX_JSON_DEPTH} levels", "Unprocessable Entity") from None
         except ValueError:
             raise web.HTTPError(400, reason="request body is not valid JSON") from None
-        if data is None:
-            data = {}
-        if not isinstance(data, dict):
+        if not isinstance(data, dict):  # ``null`` too: no client sends it for "no body"
             raise _HTTPError(400, "request body must be a JSON object", "Bad Request")
         problem = check_json(data)
         if problem:
@@ -200,6 +198,15 @@ class DeerFlowHandler(ExtensionHandlerMixin, APIHandler):
             body["error_type"] = exc.error_type  # type: ignore[union-attr]
         self.set_header("Content-Type", "application/json")
         self.finish(dumps(body))
+
+
+class NotFoundHandler(DeerFlowHandler):
+    """Any other path under the API: a JSON 404 (Jupyter's catch-all would answer an HTML page)."""
+
+    async def prepare(self) -> None:  # type: ignore[override]
+        """Refuse every method."""
+        await super().prepare()
+        raise _HTTPError(404, f"no route {self.request.path!r}", "Not Found")
 
 
 _REASONS = {404: "Not Found", 403: "Forbidden", 409: "Conflict", 413: "Payload Too Large",

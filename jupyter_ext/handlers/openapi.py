@@ -2,9 +2,12 @@
 
 Paths come from the handlers' URL patterns, operations from their HTTP methods
 (summary = the method's docstring), request bodies from the pydantic models in
-:data:`BODIES`, responses from :data:`RESPONSES`, so the document cannot drift from the
-routes. A handler that serves several patterns but not every method on each is narrowed
-by :data:`SERVED` (e.g. ``PUT /skills/{name}`` exists, ``PUT /skills`` does not).
+:data:`BODIES` (file uploads: :data:`FILES`), query and header parameters from
+:data:`PARAMETERS` (an empty query value means "not given"), responses from
+:data:`RESPONSES` (event streams as their events), so the document cannot drift from the
+routes; ``tests/server/test_fuzz.py`` holds the server to it. A handler that serves several
+patterns but not every method on each is narrowed by :data:`SERVED` (e.g.
+``PUT /skills/{name}`` exists, ``PUT /skills`` does not).
 """
 
 from __future__ import annotations
@@ -24,11 +27,12 @@ from deerflow_nb.mcp.schemas import (
     McpToolsResponse,
 )
 from deerflow_nb.memory import schemas as memory
+from deerflow_nb.runtime.stream_modes import PUBLIC_STREAM_MODES
 from deerflow_nb.subagents.schemas import SubagentsResponse
 from jupyter_ext import schemas
 from jupyter_ext.handlers.base import API, DeerFlowHandler, api_method
 
-__all__ = ["BODIES", "build_openapi"]
+__all__ = ["BODIES", "FILES", "PARAMETERS", "RESPONSES", "build_openapi"]
 
 _METHODS = ("get", "post", "put", "patch", "delete")
 #: Request body model of each (handler class name, method).
@@ -66,6 +70,7 @@ SERVED: dict[str, dict[str, tuple[str, ...]]] = {
                                                 "/threads/{thread_id}/uploads/{filename}": ("delete",)},
     "/models": {"/models": ("get",)},
     "/models/{name}": {"/models/{name}": ("get",)},
+    "/runs/{mode}": {"/runs/stream": ("post",), "/runs/wait": ("post",)},
 }
 _OBJ: dict[str, Any] = {"type": "object"}
 _LIST: dict[str, Any] = {"type": "array", "items": {"type": "object"}}
@@ -102,6 +107,12 @@ _GOAL: dict[str, Any] = {"type": "object", "required": ["goal"], "properties": {
                    "continuations": {"type": "integer"}, "created_at": {"type": "string"},
                    "updated_at": {"type": "string"}, "last_evaluation": _EVALUATION}}}}
 _SSE = "text/event-stream"
+#: One server-sent event (OpenAPI 3.1 describes an event stream by its events): a LangGraph event name
+#: (``messages`` for the ``messages-tuple`` mode), optionally namespaced ``name|subgraph``, with JSON data.
+_EVENT_NAMES = ("metadata", "error", "gap", *("messages" if m == "messages-tuple" else m for m in PUBLIC_STREAM_MODES))
+_EVENT: dict[str, Any] = {"type": "object", "required": ["event", "data"], "properties": {
+    "event": {"type": "string", "pattern": f"^({'|'.join(_EVENT_NAMES)})(\\|.+)?$"},
+    "data": {"type": "string", "contentMediaType": "application/json"}, "id": {"type": "string"}}}
 #: Response of each (handler class name, method): a JSON schema, ``_SSE`` for event streams, ``None`` for 204.
 RESPONSES: dict[tuple[str, ...], Any] = {
     ("AssistantSearchHandler", "post"): _LIST, ("AssistantHandler", "get"): _OBJ,
@@ -113,7 +124,8 @@ RESPONSES: dict[tuple[str, ...], Any] = {
     ("ThreadHistoryHandler", "get"): {"type": "array", "items": _STATE},
     ("ThreadRunsHandler", "post"): _RUN, ("ThreadRunsHandler", "get"): {"type": "array", "items": _RUN},
     ("ThreadRunStreamHandler", "post"): _SSE, ("ThreadRunWaitHandler", "post"): _OBJ,
-    ("StatelessRunHandler", "post"): _OBJ, ("RunHandler", "get"): _RUN, ("RunHandler", "delete"): None,
+    ("StatelessRunHandler", "post", "/runs/stream"): _SSE, ("StatelessRunHandler", "post", "/runs/wait"): _OBJ,
+    ("RunHandler", "get"): _RUN, ("RunHandler", "delete"): None,
     ("RunJoinHandler", "get"): _OBJ, ("RunJoinStreamHandler", "get"): _SSE, ("ThreadStreamHandler", "get"): _SSE,
     ("RunCancelHandler", "post"): _OBJ, ("UploadsHandler", "get"): _OBJ,
     ("ArtifactHandler", "get"): "application/octet-stream", ("FeedbackHandler", "get"): _LIST,
@@ -138,6 +150,46 @@ RESPONSES: dict[tuple[str, ...], Any] = {
     ("McpToolsHandler", "get"): McpToolsResponse, ("McpReloadHandler", "post"): McpReloadResponse,
     ("SubagentsHandler", "get"): SubagentsResponse,
 }
+
+
+def _param(name: str, schema: dict[str, Any], where: str = "query") -> dict[str, Any]:
+    # an empty query value means "not given" (langgraph-sdk sends ``stream_mode=`` for none)
+    if where == "query" and schema.get("type") != "string":
+        schema = {"anyOf": [schema, {"const": ""}]} if schema.get("type") != "array" else \
+            {**schema, "items": {"anyOf": [schema["items"], {"const": ""}]}}
+    return {"name": name, "in": where, "required": False, "schema": schema}
+
+
+_BINARY = {"type": "string", "format": "binary"}
+#: Multipart request bodies (file uploads) of each (handler class name, method).
+FILES: dict[tuple[str, str], dict[str, Any]] = {
+    ("UploadsHandler", "post"): {"type": "object", "required": ["files"],
+                                 "properties": {"files": {"type": "array", "items": _BINARY, "minItems": 1}}},
+    ("SkillInstallHandler", "post"): {"type": "object", "required": ["file"], "properties": {"file": _BINARY}},
+}
+_MODES = {"type": "array", "items": {"enum": list(PUBLIC_STREAM_MODES)}}
+_JOIN = [_param("stream_mode", _MODES), _param("Last-Event-ID", {"type": "string"}, "header")]
+#: Query and header parameters of each (handler class name, method).
+PARAMETERS: dict[tuple[str, str], list[dict[str, Any]]] = {
+    ("ThreadRunsHandler", "get"): [
+        _param("limit", {"type": "integer", "minimum": 1, "maximum": 1000}),
+        _param("offset", {"type": "integer", "minimum": 0, "maximum": 1_000_000}),
+        _param("status", {"enum": ["pending", "running", "success", "error", "timeout", "interrupted"]})],
+    ("ThreadHistoryHandler", "get"): [_param("limit", {"type": "integer", "minimum": 0, "maximum": 1000}),
+                                      _param("before", {"type": "string"})],
+    ("RunJoinStreamHandler", "get"): [*_JOIN, _param("cancel_on_disconnect", {"enum": ["true", "false", "1", "0"]})],
+    ("ThreadStreamHandler", "get"): _JOIN,
+    ("ThreadStateHandler", "get"): [_param("subgraphs", {"enum": ["true", "false", "True", "False"]})],
+    ("ThreadStateAtHandler", "get"): [_param("subgraphs", {"enum": ["true", "false", "True", "False"]})],
+    ("RunCancelHandler", "post"): [_param("action", {"enum": ["interrupt", "rollback"]}),
+                                   _param("wait", {"enum": ["0", "1", "true", "false"]})],
+    ("RunEventsHandler", "get"): [_param("event_type", {"type": "string"})],
+    ("UsageHandler", "get"): [_param("thread_id", {"type": "string"}), _param("since", {"type": "number"})],
+    ("ArtifactHandler", "get"): [_param("download", {"enum": ["true", "false"]})],
+    ("MemoryFactsHandler", "get"): [_param("query", {"type": "string"}),  # with a query: a search
+                                    _param("limit", {"type": "integer", "minimum": 1, "maximum": 1000})],
+    ("MemoryHandler", "get"): [_param("message", {"type": "string"})],  # read by /memory/preview
+}
 _GROUP = re.compile(r"\(\?P<(\w+)>[^)]*\)")
 _ERROR = {"description": "Error", "content": {"application/json": {"schema": {
     "type": "object", "properties": {"message": {"type": "string"}, "reason": {"type": ["string", "null"]}}}}}}
@@ -156,7 +208,7 @@ def _responses(cls: type, method: str, path: str, components: dict[str, Any]) ->
     if shape is None:
         return {"204": {"description": "No Content"}, "default": _ERROR}
     if isinstance(shape, str):
-        schema = {"type": "string"} if shape == _SSE else {"type": "string", "format": "binary"}
+        schema = _EVENT if shape == _SSE else {"type": "string", "format": "binary"}
         return {"200": {"description": "OK", "content": {shape: {"schema": schema}}}, "default": _ERROR}
     return {"200": {"description": "OK", "content": {"application/json": {"schema": shape}}}, "default": _ERROR}
 
@@ -189,7 +241,7 @@ def build_openapi(handlers: list[tuple[str, type]]) -> dict[str, Any]:
 
 def _operations(paths: dict[str, dict[str, Any]], components: dict[str, Any], path: str, cls: type,
                 served: tuple[str, ...]) -> None:
-    params = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
+    params = [{"name": n, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}}
               for n in re.findall(r"\{(\w+)\}", path)]
     for method in served:
         func = cls.__dict__.get(method) or next(
@@ -199,11 +251,15 @@ def _operations(paths: dict[str, dict[str, Any]], components: dict[str, Any], pa
             continue
         doc = (func.__doc__ or cls.__doc__ or "").strip().splitlines()[0]
         operation: dict[str, Any] = {"summary": doc, "operationId": f"{cls.__name__}.{method}.{path}",
-                                     "parameters": params, "responses": _responses(cls, method, path, components)}
+                                     "parameters": params + PARAMETERS.get((cls.__name__, method), []),
+                                     "responses": _responses(cls, method, path, components)}
         model = BODIES.get((cls.__name__, method))
         if model is not None:
             operation["requestBody"] = {"required": True, "content": {"application/json": {
                 "schema": _component(components, model)}}}
+        if (cls.__name__, method) in FILES:
+            operation["requestBody"] = {"required": True, "content": {"multipart/form-data": {
+                "schema": FILES[cls.__name__, method]}}}
         paths.setdefault(path, {})[method] = operation
 
 

@@ -238,7 +238,7 @@ class RunJoinStreamHandler(_RunLookup):
     @authorized
     @api_method
     async def get(self, thread_id: str, run_id: str) -> None:
-        """Stream from after ``Last-Event-ID`` (or what is retained)."""
+        """Stream from after ``Last-Event-ID`` (``-1``: from the start; without it: what the run emits next)."""
         info = await self._run(thread_id, run_id)
         modes = self._stream_modes()
         cancel = self.query_choice("cancel_on_disconnect", "false", ("true", "false", "1", "0")) in {"1", "true"}
@@ -274,6 +274,7 @@ class ThreadStreamHandler(_RunHandler):
         if active is None:
             self.set_header("Content-Type", "text/event-stream; charset=utf-8")
             self.set_header("Cache-Control", "no-store")
+            await self.flush()  # headers now: APIHandler.finish would relabel the empty stream as JSON
             self.finish()
             return
         await stream_run(self, run_id=active.run_id, thread_id=thread_id, modes=modes,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 
 import pytest
@@ -43,6 +44,9 @@ async def test_json_that_cannot_be_stored_is_refused(jp_fetch):
     await expect_error(jp_fetch, 413, "threads", method="POST", body={"metadata": {"x": "y" * 70_000}})
     await expect_error(jp_fetch, 422, "threads", method="POST", body={"thread_id": ""})
     await expect_error(jp_fetch, 400, "threads", method="POST", body=[1, 2])
+    with pytest.raises(HTTPClientError) as info:  # ``null`` is not an object either (it used to mean ``{}``)
+        await jp_fetch("deerflow", "api", "threads", method="POST", body="null")
+    assert info.value.code == 400
     assert await call(jp_fetch, "threads", "search", method="POST", body={}) == []  # nothing was stored
 
 
@@ -102,3 +106,55 @@ async def test_openapi_lists_routed_operations_with_responses(jp_fetch):
                 assert operation["responses"]["200"]["content"], (path, method)
     stream = paths["/threads/{thread_id}/runs/stream"]["post"]["responses"]["200"]["content"]
     assert "text/event-stream" in stream
+
+
+async def test_unknown_api_paths_answer_json_404(jp_fetch):
+    for parts in (("runs", "nope"), ("no", "such", "route"), ("threads", "t", "runs", "r", "nope")):
+        payload = await expect_error(jp_fetch, 404, *parts, method="POST", body={})
+        assert "no route" in payload["message"]
+
+
+async def test_thread_stream_without_active_run_is_an_empty_event_stream(jp_fetch):
+    thread = await call(jp_fetch, "threads", method="POST", body={})
+    response = await jp_fetch("deerflow", "api", "threads", thread["thread_id"], "stream")
+    assert response.code == 200 and response.body == b""
+    assert response.headers["Content-Type"].startswith("text/event-stream")  # was relabelled application/json
+
+
+async def test_name_too_long_is_422_and_other_os_errors_stay_errors(jp_fetch):
+    thread = await call(jp_fetch, "threads", method="POST", body={})
+    name = "x" * 300
+    body = (f'--B\r\nContent-Disposition: form-data; name="files"; filename="{name}"\r\n\r\nabc\r\n--B--\r\n').encode()
+    with pytest.raises(HTTPClientError) as info:
+        await jp_fetch("deerflow", "api", "threads", thread["thread_id"], "uploads", method="POST", body=body,
+                       headers={"Content-Type": "multipart/form-data; boundary=B"})
+    assert info.value.code == 422 and "too long" in json.loads(info.value.response.body)["message"]
+    payload = await expect_error(jp_fetch, 422, "threads", thread["thread_id"], "uploads", name, method="DELETE")
+    assert "too long" in payload["message"]
+
+    from jupyter_ext.handlers.base import api_method
+
+    @api_method
+    async def broken(handler):
+        raise OSError(errno.EIO, "I/O error")
+
+    with pytest.raises(OSError) as info:  # a real failure: tornado answers it with 500
+        await broken(object())
+    assert info.value.errno == errno.EIO
+
+
+async def test_openapi_documents_streams_queries_and_uploads(jp_fetch):
+    paths = (await call(jp_fetch, "openapi.json"))["paths"]
+    assert "/runs/{mode}" not in paths
+    stream = paths["/runs/stream"]["post"]["responses"]["200"]["content"]
+    assert set(stream) == {"text/event-stream"} and stream["text/event-stream"]["schema"]["required"] == ["event", "data"]
+    assert set(paths["/runs/wait"]["post"]["responses"]["200"]["content"]) == {"application/json"}
+    runs = {p["name"]: p for p in paths["/threads/{thread_id}/runs"]["get"]["parameters"]}
+    assert {"thread_id", "limit", "offset", "status"} <= set(runs)
+    join = {p["name"]: p["in"] for p in paths["/threads/{thread_id}/runs/{run_id}/stream"]["get"]["parameters"]}
+    assert join["Last-Event-ID"] == "header" and join["stream_mode"] == "query"
+    upload = paths["/threads/{thread_id}/uploads"]["post"]["requestBody"]["content"]
+    assert upload["multipart/form-data"]["schema"]["required"] == ["files"]
+    message = (await call(jp_fetch, "openapi.json"))["components"]["schemas"]["RunInput"]["properties"]["messages"]
+    assert message["items"]["required"] == ["content"] and message["items"]["anyOf"] == [{"required": ["role"]},
+                                                                                         {"required": ["type"]}]
