@@ -169,10 +169,16 @@ class Memory(_Feature):
 
     def search(self, query: str, limit: int = 10) -> FactList:
         """Facts relevant to ``query`` (full-text ranking), at most ``limit`` (1-1000)."""
+        from deerflow_nb.runtime.gateway import check_search
+
+        check_search(query, limit)  # here too: a query string would carry 5 or "5" as text
         return FactList.from_records(self._call("search_memory_facts", query, limit)["facts"])
 
     def preview(self, message: str = "") -> str | None:
         """The ``<memory>`` block a new thread starting with ``message`` would get (``None``: nothing yet)."""
+        from deerflow_nb.runtime.gateway import check_message
+
+        check_message(message)
         return self._call("memory_preview", message)["memory"]  # type: ignore[no-any-return]
 
     def reload(self) -> dict[str, Any]:

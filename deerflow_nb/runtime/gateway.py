@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from deerflow_nb.uploads import ThreadUploads, UploadSource
     from deerflow_nb.usage import Since
 
-__all__ = ["MAX_SEARCH_LIMIT", "Gateway", "empty_changes", "validated"]
+__all__ = ["MAX_SEARCH_LIMIT", "Gateway", "check_message", "check_search", "empty_changes", "validated"]
 
 #: The most facts one memory search returns.
 MAX_SEARCH_LIMIT = 1000
@@ -44,6 +44,24 @@ def validated(model: type[M], data: M | Mapping[str, Any], what: str) -> M:
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or what}: {e['msg']}" for e in exc.errors())
         raise UsageError(f"invalid {what}: {problems}") from None
+
+
+def check_search(query: Any, limit: Any) -> None:
+    """:class:`UsageError` unless ``query`` is a string and ``limit`` an integer from 1 to :data:`MAX_SEARCH_LIMIT`.
+
+    ``agent.memory.search`` checks before sending too, so ``5`` or ``"5"`` is refused alike in both modes
+    (a query string would carry either as text).
+    """
+    if not isinstance(query, str):
+        raise UsageError("query: must be a string")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_SEARCH_LIMIT:
+        raise UsageError(f"limit: must be an integer between 1 and {MAX_SEARCH_LIMIT}")
+
+
+def check_message(message: Any) -> None:
+    """:class:`UsageError` unless ``message`` (of a memory preview) is a string."""
+    if not isinstance(message, str):
+        raise UsageError("message: must be a string")
 
 
 def _fact_id(fact_id: str) -> str:
@@ -167,16 +185,12 @@ class Gateway:
 
     def search_memory_facts(self, user_id: str, query: str, limit: int = 10) -> dict[str, Any]:
         """``{"facts": [...]}`` relevant to ``query``, best first (``GET /memory/facts?query=&limit=``)."""
-        if not isinstance(query, str):
-            raise UsageError("query: must be a string")
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_SEARCH_LIMIT:
-            raise UsageError(f"limit: must be an integer between 1 and {MAX_SEARCH_LIMIT}")
+        check_search(query, limit)
         return {"facts": [f.to_dict() for f in self._storage(user_id).search(query, limit)]}
 
     def memory_preview(self, user_id: str, message: str = "") -> dict[str, Any]:
         """``{"memory": block or None}``: what a new thread starting with ``message`` would get."""
-        if not isinstance(message, str):
-            raise UsageError("message: must be a string")
+        check_message(message)
         return {"memory": self.runtime.memory.injection_for(user_id, message)}
 
     def export_memory(self, user_id: str) -> dict[str, Any]:

@@ -74,6 +74,9 @@ def test_memory_facts_edit_search_and_conflicts(memory):
     (lambda m: m.import_({"user": {"topOfMind": {"summary": 3}}}), "user.topOfMind.summary"),
     (lambda m: m.import_({"facts": [], "surprise": 1}), "surprise"),
     (lambda m: m.search("x", limit=0), "limit"),
+    (lambda m: m.search("x", limit="5"), "limit"),
+    (lambda m: m.search(5), "query"),
+    (lambda m: m.preview(5), "message"),
 ])
 def test_memory_refusals_name_the_field_and_store_nothing(memory, call, field):
     memory.add_fact("Keeps this one")
