@@ -2,7 +2,8 @@
 
 The agent answers a goal continuation ``[Goal continuation k of m]`` with ``Step k.``; a thread
 whose first message mentions "stuck" always answers ``Same answer.``; "crash" makes every
-continuation fail, "ask later" makes it ask the user (a form). The evaluator (its system prompt names it) reads the objective:
+continuation fail, "ask later" makes it ask the user (a form),
+"slow later" makes it a long answer. The evaluator (its system prompt names it) reads the objective:
 ``reach step N`` is met once ``Step N.`` is visible, ``ask me`` needs the user, ``broken``
 answers no JSON, anything else is never met.
 """
@@ -47,6 +48,8 @@ def _decide(messages: list[Any]) -> Any:
             raise RuntimeError("the continuation broke")
         if "ask later" in first:
             return FORM
+        if "slow later" in first:
+            return "tock " * 400
         return f"Step {continuation.group(1)}."
     if "slow please" in first:
         return "tick " * 400

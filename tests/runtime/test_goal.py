@@ -6,7 +6,7 @@ import pytest
 
 import deerflow_nb as df
 from deerflow_nb.agent.reducers import CLEAR, merge_goal
-from deerflow_nb.errors import HumanInputRequired, RunError, ThreadBusyError, UsageError
+from deerflow_nb.errors import HumanInputRequired, RunError, RunInterruptedError, ThreadBusyError, UsageError
 from tests.client.goal_models import GoalModel
 
 
@@ -102,6 +102,21 @@ def test_a_failing_continuation_fails_the_run(agent):
     with pytest.raises(RunError):
         run.wait()
     assert run.status == "error"
+
+
+def test_a_cancelled_continuation_is_an_interrupted_run(make_agent):
+    agent = make_agent(model=GoalModel(latency=0.01))
+    thread = agent.thread()
+    thread.set_goal("never done")
+    run = thread.start("slow later please")
+    for event in run.events():
+        if event.type == "custom" and event.data.get("decision") == "continue":
+            break
+    assert run.cancel() == "cancelled"
+    with pytest.raises(RunInterruptedError):
+        run.wait()
+    assert run.status == "interrupted"
+    assert thread.messages[-1].additional_kwargs.get("deerflow_interrupted") is True
 
 
 def test_goal_survives_a_restart(home):
