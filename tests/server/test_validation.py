@@ -61,6 +61,8 @@ async def test_strict_types_and_query_values(jp_fetch):
         assert next(iter(query)) in payload["message"]
     await expect_error(jp_fetch, 422, "threads", tid, "history", params={"limit": "x"})
     await expect_error(jp_fetch, 422, "usage", params={"since": "soon"})
+    payload = await expect_error(jp_fetch, 422, "memory", "facts", params={"limit": "x"})  # even without ?query=
+    assert "limit" in payload["message"]
 
 
 async def test_duplicate_thread_is_409_and_thread_object_is_complete(jp_fetch):
