@@ -153,6 +153,16 @@ def test_cross_user_isolation(server):
     stolen = httpx.post(f"{srv.api}/threads/{tid}/runs", headers=srv.headers("tok-bob"),
                         json={"assistant_id": "lead_agent", "input": MSG})
     assert stolen.status_code == 404
+    # checkpoints: bob can neither read alice's, nor write a new one, nor run from one
+    cid = alice.threads.get_state(tid)["checkpoint_id"]
+    bob_headers = srv.headers("tok-bob")
+    for method, path, body in (("GET", f"/threads/{tid}/state/{cid}", None),
+                               ("POST", f"/threads/{tid}/state/checkpoint", {"checkpoint": {"checkpoint_id": cid}}),
+                               ("POST", f"/threads/{tid}/state", {"values": {"title": "bob's"}}),
+                               ("POST", f"/threads/{tid}/runs", {"assistant_id": "lead_agent", "input": MSG,
+                                                                 "checkpoint_id": cid})):
+        assert httpx.request(method, srv.api + path, headers=bob_headers, json=body).status_code == 404, path
+    assert alice.threads.get_state(tid)["checkpoint_id"] == cid  # nothing was written
     assert httpx.get(f"{srv.api}/health", headers=srv.headers("nobody")).status_code in {401, 403}
     assert tid in [t["thread_id"] for t in alice.threads.search(limit=100)]
     assert (srv.root / "deerflow-home/users/alice/threads" / tid).is_dir()
