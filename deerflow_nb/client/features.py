@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from deerflow_nb.memory.client import FactList
 from deerflow_nb.memory.facts import Fact
 from deerflow_nb.memory.storage import CACHED
+from deerflow_nb.runtime.gateway import check_fact_id, check_message, check_search
 from deerflow_nb.skills.client import SkillList
 
 if TYPE_CHECKING:
@@ -169,15 +170,11 @@ class Memory(_Feature):
 
     def search(self, query: str, limit: int = 10) -> FactList:
         """Facts relevant to ``query`` (full-text ranking), at most ``limit`` (1-1000)."""
-        from deerflow_nb.runtime.gateway import check_search
-
         check_search(query, limit)  # here too: a query string would carry 5 or "5" as text
         return FactList.from_records(self._call("search_memory_facts", query, limit)["facts"])
 
     def preview(self, message: str = "") -> str | None:
         """The ``<memory>`` block a new thread starting with ``message`` would get (``None``: nothing yet)."""
-        from deerflow_nb.runtime.gateway import check_message
-
         check_message(message)
         return self._call("memory_preview", message)["memory"]  # type: ignore[no-any-return]
 
@@ -211,11 +208,11 @@ class Memory(_Feature):
                 if v is not None}
         if expected_revision is not CACHED:
             body["expected_revision"] = expected_revision
-        return Fact(**self._call("update_memory_fact", fact_id, body))
+        return Fact(**self._call("update_memory_fact", check_fact_id(fact_id), body))
 
     def delete_fact(self, fact_id: str, *, expected_revision: Any = CACHED) -> None:
         """Forget a fact."""
-        self._call("delete_memory_fact", fact_id,
+        self._call("delete_memory_fact", check_fact_id(fact_id),
                    {} if expected_revision is CACHED else {"expected_revision": expected_revision})
 
     def set_summary(self, section: str, text: str) -> dict[str, Any]:

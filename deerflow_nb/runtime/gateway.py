@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from deerflow_nb.uploads import ThreadUploads, UploadSource
     from deerflow_nb.usage import Since
 
-__all__ = ["MAX_SEARCH_LIMIT", "Gateway", "check_message", "check_search", "empty_changes", "validated"]
+__all__ = ["MAX_SEARCH_LIMIT", "Gateway", "check_fact_id", "check_message", "check_search", "empty_changes",
+           "validated"]
 
 #: The most facts one memory search returns.
 MAX_SEARCH_LIMIT = 1000
@@ -64,7 +65,8 @@ def check_message(message: Any) -> None:
         raise UsageError("message: must be a string")
 
 
-def _fact_id(fact_id: str) -> str:
+def check_fact_id(fact_id: Any) -> str:
+    """``fact_id``; :class:`UsageError` unless it is a fact id string (``agent.memory`` checks before sending)."""
     if not isinstance(fact_id, str) or not _FACT_ID.match(fact_id):
         raise UsageError(f"fact_id: invalid fact id {fact_id!r}: use letters, digits, '_' or '-'")
     return fact_id
@@ -239,8 +241,9 @@ class Gateway:
 
         body = validated(FactUpdateRequest, data, "fact update")
         expected = body.expected_revision if "expected_revision" in body.model_fields_set else CACHED
-        fact = self._storage(user_id).update_fact(_fact_id(fact_id), content=body.content, category=body.category,
-                                                  confidence=body.confidence, expected_revision=expected)
+        fact = self._storage(user_id).update_fact(check_fact_id(fact_id), content=body.content,
+                                                  category=body.category, confidence=body.confidence,
+                                                  expected_revision=expected)
         self._changed()
         return fact.to_dict()
 
@@ -251,7 +254,7 @@ class Gateway:
 
         body = validated(FactDeleteRequest, data or {}, "fact delete")
         expected = body.expected_revision if "expected_revision" in body.model_fields_set else CACHED
-        self._storage(user_id).delete_fact(_fact_id(fact_id), expected_revision=expected)
+        self._storage(user_id).delete_fact(check_fact_id(fact_id), expected_revision=expected)
         self._changed()
         return FactDeleteResponse(success=True, fact_id=fact_id).model_dump()
 

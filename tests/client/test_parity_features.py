@@ -77,6 +77,7 @@ def test_memory_facts_edit_search_and_conflicts(memory):
     (lambda m: m.search("x", limit="5"), "limit"),
     (lambda m: m.search(5), "query"),
     (lambda m: m.preview(5), "message"),
+    (lambda m: m.delete_fact(12345), "fact_id"),
 ])
 def test_memory_refusals_name_the_field_and_store_nothing(memory, call, field):
     memory.add_fact("Keeps this one")
