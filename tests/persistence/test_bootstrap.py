@@ -87,3 +87,20 @@ async def test_a_0001_database_is_upgraded_to_run_leases(target):
         assert await _version(db) == [HEAD_REVISION]
     finally:
         await db.dispose()
+
+
+@pytest.mark.asyncio
+async def test_a_0002_database_is_upgraded_to_cancel_requests(target):
+    db = await open_database(target)
+    try:
+        def make_0002(c: sa.Connection) -> None:  # the schema as 0002_run_leases left it
+            c.execute(sa.text("ALTER TABLE runs DROP COLUMN cancel_requested"))
+            c.execute(sa.text("UPDATE alembic_version SET version_num = '0002_run_leases'"))
+
+        await db.write(make_0002)
+        assert await bootstrap_schema(db) == "upgraded"
+        columns = await db.read(lambda c: {col["name"] for col in sa.inspect(c).get_columns("runs")})
+        assert {"lease_expires_at", "cancel_requested"} <= columns
+        assert await _version(db) == [HEAD_REVISION] == ["0003_run_cancel_requests"]
+    finally:
+        await db.dispose()
