@@ -70,7 +70,8 @@ class World:
 
     def build(self) -> None:
         self.client.post("/threads", json={"thread_id": self.thread_id, "if_exists": "do_nothing"}).raise_for_status()
-        run = self.client.post(f"/threads/{self.thread_id}/runs", json={"input": MSG})
+        # "interrupt": a fuzzed background run may still be running on the thread
+        run = self.client.post(f"/threads/{self.thread_id}/runs", json={"input": MSG, "multitask_strategy": "interrupt"})
         run.raise_for_status()
         self.run_id = run.json()["run_id"]
         self.client.get(f"/threads/{self.thread_id}/runs/{self.run_id}/join").raise_for_status()
