@@ -51,7 +51,7 @@ async def stream_stored_run(handler: DeerFlowHandler, *, run_id: str, thread_id:
 
     disconnected = False
     try:
-        if last_event_id is None:
+        if last_event_id is None or last_event_id == "-1":  # "-1": a replay from the start (the SDKs' convention)
             handler.write(sse_event("metadata", {"run_id": run_id, "attempt": 1}))
         elif after is None:
             handler.write(sse_event("gap", {"type": "stream_replay_gap", "last_event_id": last_event_id,
