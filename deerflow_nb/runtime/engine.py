@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
+from langgraph.errors import InvalidUpdateError
 
 from deerflow_nb.agent import AgentOptions, make_lead_agent
 from deerflow_nb.agent.checkpoint_mode import ensure_thread_compatible, freeze_checkpoint_mode, materialized_values
@@ -709,7 +710,11 @@ class Runtime:
             raise ThreadBusyError(f"thread {thread_id!r} has a run in progress; update its state when the run ends")
         await ensure_thread_compatible(store.checkpointer, thread_id)
         store.threads.take_fresh(thread_id)  # it gets a checkpoint now: its first run must read it
-        written = await marker_graph(store.checkpointer).aupdate_state(config, checked, as_node="model")
+        try:
+            written = await marker_graph(store.checkpointer).aupdate_state(config, checked, as_node="model")
+        except (ValueError, InvalidUpdateError) as exc:  # a reducer refused it (removing an unknown message id)
+            where = "values.messages" if "messages" in (checked or {}) else "values"
+            raise UsageError(f"{where}: {exc}") from None
         flush = getattr(store.checkpointer, "aflush", None)
         if flush is not None:
             await flush()

@@ -66,6 +66,10 @@ def test_update_state(agent):
     first = thread.messages[0]
     thread.update_state({"messages": [{"type": "human", "content": "hello edited", "id": first.id}]})
     assert _texts(thread.state)[:2] == ["hello edited", "Answer to one."]
+    # remove by id
+    note = thread.messages[-1]
+    thread.update_state({"messages": [{"type": "remove", "id": note.id}]})
+    assert note.id not in [m.id for m in thread.messages] and len(thread.messages) == 4
     # at a checkpoint: a branch
     origin = _end_of_first_turn(thread)
     branch = thread.update_state({"todos": [{"content": "x", "status": "pending"}]},
@@ -75,7 +79,8 @@ def test_update_state(agent):
     assert thread.checkpoint()["checkpoint_id"] == branch
     # refusals name the field and write nothing
     for values, field in [({"nope": 1}, "values.nope"), ({"title": 3}, "values.title"),
-                          ({"messages": [{"role": "wat", "content": "x"}]}, "values.messages[0]")]:
+                          ({"messages": [{"role": "wat", "content": "x"}]}, "values.messages[0]"),
+                          ({"messages": [{"type": "remove", "id": "no-such-message"}]}, "values.messages")]:
         with pytest.raises(UsageError, match=field.replace("[", r"\[").replace("]", r"\]")):
             thread.update_state(values)
     with pytest.raises(UsageError, match="as_node"):

@@ -94,6 +94,8 @@ async def test_update_state_writes_a_checkpoint(lg_client):
     ({"nope": 1}, "values.nope"), ({"title": 5}, "values.title"), ({"artifacts": "yes"}, "values.artifacts"),
     ({"messages": 5}, "values.messages[0]"), ({"messages": [{"role": "wat", "content": "x"}]}, "values.messages[0]"),
     ({"messages": [{"content": "no role"}]}, "values.messages[0]"),
+    ({"messages": [{"type": "remove", "id": "no-such-message"}]}, "values.messages"),
+    ({"messages": [{"type": "remove"}]}, "values.messages[0].id"),
 ])
 async def test_update_state_refuses_invalid_values(lg_client, values, field):
     tid = (await lg_client.threads.create())["thread_id"]
