@@ -1,11 +1,13 @@
 """Validation of a state update (``thread.update_state`` / ``POST /threads/{id}/state``).
 
-An update may write any input channel of :class:`~deerflow_nb.agent.state.ThreadState`;
-each value must have the channel's type (strictly: no ``"yes"`` for a list), and
-``messages`` are coerced as LangGraph coerces them (``{"role": "user", "content": ...}``,
-``{"type": "ai", ...}``, LangChain messages; ``{"type": "remove", "id": ...}`` removes one).
-Anything else is refused with :class:`~deerflow_nb.errors.UsageError` naming the field,
-before a checkpoint is written.
+An update may write the conversation's channels of :class:`~deerflow_nb.agent.state.ThreadState`
+(:data:`WRITABLE`): ``messages``, coerced as LangGraph coerces them (``{"role": "user",
+"content": ...}``, ``{"type": "ai", ...}``, LangChain messages; ``{"type": "remove", "id": ...}``
+removes one), ``title``, ``artifacts``, ``todos`` (each ``{"content", "status"}``, at most one in
+progress) and ``summary_text``, each strictly of its type (no ``"yes"`` for a list). The channels
+DeerFlow maintains itself (sandbox, thread folders, uploads seen, images, subagent ledger, skills in
+use, the goal) are refused: a wrong value there would break the thread's next run. Anything else is
+refused with :class:`~deerflow_nb.errors.UsageError` naming the field, before a checkpoint is written.
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from deerflow_nb.errors import UsageError
 
-__all__ = ["state_values", "validate_state_update"]
+__all__ = ["WRITABLE", "state_values", "validate_state_update"]
+
+#: The channels an update may write (the rest are DeerFlow's own bookkeeping).
+WRITABLE = ("messages", "title", "artifacts", "todos", "summary_text")
 
 
 def _unwrap(hint: Any) -> tuple[Any, tuple[Any, ...]]:
@@ -47,14 +52,16 @@ def state_values(channel_values: Mapping[str, Any]) -> dict[str, Any]:
 @functools.cache
 def _model() -> type[BaseModel]:
     """A strict pydantic model of the writable channels other than ``messages``."""
+    from deerflow_nb.agent.middlewares.todo_list import TodoItem
     from deerflow_nb.agent.state import ThreadState
+
+    class Todo(TodoItem):
+        model_config = ConfigDict(extra="forbid", strict=True)
 
     fields: dict[str, Any] = {}
     for name, hint in get_type_hints(ThreadState, include_extras=True).items():
-        base, extras = _unwrap(hint)
-        if name == "messages" or any(getattr(e, "input", False) for e in extras):  # OmitFromSchema(input=True)
-            continue
-        fields[name] = (base, None)
+        if name in WRITABLE and name != "messages":
+            fields[name] = (list[Todo] if name == "todos" else _unwrap(hint)[0], None)
     return create_model("StateUpdate", __config__=ConfigDict(extra="forbid", strict=True), **fields)
 
 
@@ -85,13 +92,23 @@ def validate_state_update(values: Mapping[str, Any] | None) -> dict[str, Any] | 
         return None
     if not isinstance(values, Mapping):
         raise UsageError(f"values: must be an object of state channels, got {type(values).__name__}")
+    own = sorted(k for k in values if k in _channels() and k not in WRITABLE)
+    if own:
+        raise UsageError(f"values.{own[0]}: maintained by DeerFlow, not writable with update_state "
+                         f"(writable: {', '.join(WRITABLE)})")
     rest = {k: v for k, v in values.items() if k != "messages"}
     try:
         checked = _model().model_validate(rest).model_dump(exclude_unset=True)
+        if checked.get("todos"):
+            from deerflow_nb.agent.middlewares.todo_list import validate_todos
+
+            checked["todos"] = validate_todos(checked["todos"])
     except ValidationError as exc:
         error = exc.errors()[0]
-        where = ".".join(str(p) for p in error.get("loc", ()))
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.get("loc", ())).lstrip(".")
         raise UsageError(f"values.{where}: {error.get('msg', 'invalid')}") from None
+    except ValueError as exc:  # the todo list's own rule
+        raise UsageError(f"values.todos: {exc}") from None
     if "messages" in values:
         checked["messages"] = _messages(values["messages"])
     return checked

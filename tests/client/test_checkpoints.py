@@ -80,7 +80,8 @@ def test_update_state(agent):
     # refusals name the field and write nothing
     for values, field in [({"nope": 1}, "values.nope"), ({"title": 3}, "values.title"),
                           ({"messages": [{"role": "wat", "content": "x"}]}, "values.messages[0]"),
-                          ({"messages": [{"type": "remove", "id": "no-such-message"}]}, "values.messages")]:
+                          ({"messages": [{"type": "remove", "id": "no-such-message"}]}, "values.messages"),
+                          ({"sandbox": {"sandbox_id": "x"}}, "values.sandbox")]:
         with pytest.raises(UsageError, match=field.replace("[", r"\[").replace("]", r"\]")):
             thread.update_state(values)
     with pytest.raises(UsageError, match="as_node"):

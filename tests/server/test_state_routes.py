@@ -96,6 +96,8 @@ async def test_update_state_writes_a_checkpoint(lg_client):
     ({"messages": [{"content": "no role"}]}, "values.messages[0]"),
     ({"messages": [{"type": "remove", "id": "no-such-message"}]}, "values.messages"),
     ({"messages": [{"type": "remove"}]}, "values.messages[0].id"),
+    ({"todos": [{"content": "a", "status": "nope"}]}, "values.todos[0].status"),
+    ({"uploaded_files": [{"x": 1}]}, "values.uploaded_files"),  # DeerFlow's own: a bad value breaks the next run
 ])
 async def test_update_state_refuses_invalid_values(lg_client, values, field):
     tid = (await lg_client.threads.create())["thread_id"]
