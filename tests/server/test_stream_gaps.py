@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -19,7 +20,19 @@ import pytest
 from .conftest import ANSWER, write_config
 
 ALL_MODES = ["values", "messages-tuple", "updates", "custom", "end", "progress"]
-WORDS, WORD_SIZE = 400, 25_000  # ~10 MB of token events: far more than the socket buffers hold
+
+
+def _send_buffer_max() -> int:
+    """The most a TCP socket's send buffer grows to here (Linux ``tcp_wmem``); 4 MiB elsewhere."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/tcp_wmem").read_text().split()[2])
+    except (OSError, ValueError, IndexError):
+        return 4 << 20
+
+
+# ~10 MB of token events (at least 2.5 times the server's socket buffer): far more than the buffers hold
+WORDS = 400
+WORD_SIZE = max(25_000, int(2.5 * _send_buffer_max()) // WORDS)
 LONG_ANSWER = " ".join(f"{i:05d}" + "x" * (WORD_SIZE - 5) for i in range(WORDS))
 READER_BOUND = 16
 
