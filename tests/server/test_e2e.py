@@ -60,7 +60,8 @@ def test_reconnect_with_last_event_id_mid_run(server):
     modes = ["values", "messages-tuple", "custom", "end", "progress"]  # every event the run streams
     url = f"{server.api}/threads/{tid}/runs/{run['run_id']}/stream?" + "&".join(f"stream_mode={m}" for m in modes)
     seen: list[tuple[str, str]] = []
-    with httpx.stream("GET", url, headers=server.headers("tok-alice"), timeout=30) as response:
+    from_start = {**server.headers("tok-alice"), "Last-Event-ID": "-1"}  # a join without it gets what comes next
+    with httpx.stream("GET", url, headers=from_start, timeout=30) as response:
         event_id = None
         for line in response.iter_lines():
             if line.startswith("id: "):
