@@ -39,7 +39,7 @@ from deerflow_nb.errors import CheckpointModeMismatchError, CheckpointModeReconf
 
 __all__ = ["CHECKPOINT_MODES", "DELTA_CHANNELS", "MODE_MARKER", "checkpoint_mode_of", "ensure_compatible",
            "ensure_thread_compatible", "freeze_checkpoint_mode", "frozen_checkpoint_mode", "materialized_values",
-           "process_mode", "unfreeze_checkpoint_mode"]
+           "process_mode", "register_delta_folds", "unfreeze_checkpoint_mode"]
 
 CHECKPOINT_MODES = ("full", "delta")
 #: Checkpoint metadata key stamped on every checkpoint a delta-mode graph writes.
@@ -83,6 +83,14 @@ def unfreeze_checkpoint_mode() -> None:
     global _frozen
     with _lock:
         _frozen = None
+
+
+def register_delta_folds(checkpointer: Any) -> None:
+    """Tell a saver that keeps delta histories (the SQLite one) the delta channels' reducer."""
+    log = getattr(checkpointer, "delta_log", None)
+    if log is not None:
+        for channel in DELTA_CHANNELS:
+            log.register_fold(channel, merge_message_writes)
 
 
 def checkpoint_mode_of(metadata: Mapping[str, Any] | None) -> str:

@@ -12,7 +12,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from deerflow_nb.agent.checkpoint_mode import MODE_MARKER, freeze_checkpoint_mode
+from deerflow_nb.agent.checkpoint_mode import MODE_MARKER, freeze_checkpoint_mode, register_delta_folds
 from deerflow_nb.agent.middlewares import (
     ClarificationMiddleware,
     DanglingToolCallMiddleware,
@@ -182,4 +182,7 @@ def make_lead_agent(
         checkpointer=checkpointer,
         name="lead_agent",
     )
-    return graph.with_config(metadata={MODE_MARKER: "delta"}) if mode == "delta" else graph
+    if mode != "delta":
+        return graph
+    register_delta_folds(checkpointer)
+    return graph.with_config(metadata={MODE_MARKER: "delta"})

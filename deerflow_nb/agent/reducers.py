@@ -6,6 +6,7 @@ mutates its inputs.
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Sequence
 from typing import Any, cast
@@ -22,6 +23,7 @@ __all__ = [
     "merge_delegations",
     "merge_goal",
     "merge_message_writes",
+    "merge_promoted",
     "merge_skill_context",
     "merge_viewed_images",
 ]
@@ -96,6 +98,21 @@ def merge_goal(current: dict[str, Any] | None, update: dict[str, Any] | str | No
     return dict(update) if isinstance(update, dict) else current
 
 
+def merge_promoted(current: dict[str, Any] | None, update: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Deferred tools made callable, ``{"catalog_hash", "names"}``, scoped by the tool catalog.
+
+    Names add up while the catalog hash stays the same; an update under another hash (the
+    MCP tools changed) replaces the record, so a remembered name cannot expose a different tool.
+    """
+    if not update:
+        return current
+    names = list(dict.fromkeys(str(n) for n in update.get("names") or []))
+    if current is None or current.get("catalog_hash") != update.get("catalog_hash"):
+        return {"catalog_hash": update.get("catalog_hash"), "names": names}
+    return {"catalog_hash": current["catalog_hash"],
+            "names": list(dict.fromkeys([*(current.get("names") or []), *names]))}
+
+
 def merge_skill_context(
     current: list[dict[str, Any]] | None, update: list[dict[str, Any]] | None
 ) -> list[dict[str, Any]]:
@@ -124,12 +141,16 @@ def merge_message_writes(state: Sequence[Any] | Any | None, writes: Sequence[Any
     Folding two batches one after the other equals folding their concatenation, as
     ``DeltaChannel`` requires.
     """
-    merged: list[Any] = _coerce_to_messages(list(state) if isinstance(state, list) else
-                                            [] if state is None else [state])
-    for message in merged:
-        if message.id is None:
-            message.id = str(uuid.uuid4())
-    index: dict[str, int] = {m.id: i for i, m in enumerate(merged)}
+    known = _known_index(state)
+    if known is not None:  # this reducer's own earlier result: messages typed, ids set, index known
+        merged: list[Any] = list(state)  # type: ignore[arg-type]
+        index = known
+    else:
+        merged = _coerce_to_messages(list(state) if isinstance(state, list) else [] if state is None else [state])
+        for message in merged:
+            if message.id is None:
+                message.id = str(uuid.uuid4())
+        index = {m.id: i for i, m in enumerate(merged)}
     holes = 0  # removed positions (None) not compacted yet
     for number, write in enumerate(writes):
         if len(index) != len(merged) - holes:  # duplicate ids: add_messages' own rules, write by write
@@ -172,4 +193,36 @@ def merge_message_writes(state: Sequence[Any] | Any | None, writes: Sequence[Any
             merged = [m for m in merged if m is not None]
             index = {m.id: i for i, m in enumerate(merged)}
             holes = 0
-    return [m for m in merged if m is not None] if holes else merged
+    if holes:
+        return [m for m in merged if m is not None]
+    if len(index) == len(merged):
+        _remember_index(merged, index)
+    return merged
+
+
+# The id -> position index of the reducer's latest results, by list identity: the next step's
+# state is usually the previous step's result, so a long history is not re-indexed (nor its
+# types re-checked) on every update. A list someone changed in place has another length or
+# last id and is indexed afresh.
+_INDEXES: dict[int, tuple[list[Any], int, Any, dict[str, int]]] = {}
+_INDEXES_LOCK = threading.Lock()
+_MAX_INDEXES = 64
+
+
+def _known_index(state: Any) -> dict[str, int] | None:
+    if not isinstance(state, list) or not state:
+        return None
+    with _INDEXES_LOCK:
+        hit = _INDEXES.get(id(state))
+    if hit is None or hit[0] is not state or hit[1] != len(state) or hit[2] is not state[-1]:
+        return None
+    return dict(hit[3])
+
+
+def _remember_index(merged: list[Any], index: dict[str, int]) -> None:
+    if not merged:
+        return
+    with _INDEXES_LOCK:
+        while len(_INDEXES) >= _MAX_INDEXES:
+            del _INDEXES[next(iter(_INDEXES))]
+        _INDEXES[id(merged)] = (merged, len(merged), merged[-1], index)

@@ -14,6 +14,9 @@ store's :class:`~deerflow_nb.persistence.dbthread.DbWorker` instead:
   same thread, lands after its checkpoints).
 - a failed write is logged and raised by the next operation, and by :meth:`aflush`,
   which the runtime awaits when a run's graph has finished.
+- delta channels' histories (``DeltaChannel``, delta checkpoint mode) are answered from
+  what this saver wrote (:class:`~deerflow_nb.persistence.delta_log.DeltaLog`), so a turn
+  late in a long thread does not re-read its ancestors; unknown ones come from the database.
 
 The tables and stored bytes are LangGraph's own: either saver reads what the other wrote.
 """
@@ -40,6 +43,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from deerflow_nb.persistence.dbthread import DbWorker, sqlite_wal
+from deerflow_nb.persistence.delta_log import DeltaLog
 
 __all__ = ["ThreadedSqliteSaver", "open_sqlite_saver"]
 
@@ -73,6 +77,7 @@ class ThreadedSqliteSaver(SqliteSaver):
         # threads known to have no checkpoint yet (ids generated in this process, never written):
         # reading their latest checkpoint needs no trip to the database
         self._empty: set[str] = set()
+        self.delta_log = DeltaLog(self.serde)
         worker.add_settle_hook(self._commit_pending)
 
     def mark_new_thread(self, thread_id: str) -> None:
@@ -155,6 +160,7 @@ class ThreadedSqliteSaver(SqliteSaver):
         saved: RunnableConfig = {"configurable": {"thread_id": configurable["thread_id"],
                                                   "checkpoint_ns": configurable["checkpoint_ns"],
                                                   "checkpoint_id": checkpoint["id"]}}
+        self.delta_log.put(row[0], row[1], row[2], row[3], (type_, blob), list(checkpoint["channel_values"]))
         return saved, row
 
     def _writes_rows(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
@@ -165,6 +171,9 @@ class ThreadedSqliteSaver(SqliteSaver):
                  str(configurable["checkpoint_id"]), task_id, task_path, WRITES_IDX_MAP.get(channel, idx), channel,
                  *self.serde.dumps_typed(value))
                 for idx, (channel, value) in enumerate(writes)]
+        if rows:
+            self.delta_log.put_writes(rows[0][0], rows[0][1], rows[0][2], task_id, task_path,
+                                      [(row[5], row[6], (row[7], row[8])) for row in rows])
         return query, rows
 
     def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
@@ -217,6 +226,7 @@ class ThreadedSqliteSaver(SqliteSaver):
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint and write of a thread."""
+        self.delta_log.forget(str(thread_id))
         self._on_worker(super().delete_thread, thread_id)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -243,8 +253,19 @@ class ThreadedSqliteSaver(SqliteSaver):
 
     async def aget_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]
                                          ) -> Mapping[str, Any]:
-        """The saver's delta-channel walk, in one call."""
-        return await self.worker.call(self.get_delta_channel_history, config=config, channels=channels)
+        """The delta-channel walk: from what this saver wrote when it can, else the database's, in one call."""
+        self._raise_failure()
+        configurable = config["configurable"]
+        thread_id, ns = str(configurable["thread_id"]), str(configurable.get("checkpoint_ns", ""))
+        checkpoint_id = configurable.get("checkpoint_id")
+        if checkpoint_id:
+            found = self.delta_log.history(thread_id, ns, checkpoint_id, channels)
+            if found is not None:
+                return found
+        histories = await self.worker.call(self.get_delta_channel_history, config=config, channels=channels)
+        if checkpoint_id:
+            self.delta_log.remember(thread_id, ns, checkpoint_id, histories)
+        return histories
 
 
 def _connect(path: Path, worker: DbWorker) -> ThreadedSqliteSaver:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import operator
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-__all__ = ["MessageCache", "message_text", "serialize_message", "serialize_state"]
+__all__ = ["MessageCache", "message_text", "serialize_message", "serialize_state", "thread_message_cache"]
 
 
 def message_text(message: BaseMessage) -> str:
@@ -66,7 +70,7 @@ def serialize_state(values: dict[str, Any], *, cache: MessageCache | None = None
             if cache is None:
                 out[key] = [serialize_message(m) for m in value]
             else:
-                out[key] = [cache.get(m) for m in value]
+                out[key] = cache.forms(value)
         elif key in {"viewed_images", "jump_to", "structured_response"}:
             continue  # base64 payloads and control fields are not part of the public snapshot
         else:
@@ -75,10 +79,17 @@ def serialize_state(values: dict[str, Any], *, cache: MessageCache | None = None
 
 
 class MessageCache:
-    """Serialized messages by object identity (the cache holds the message, so ids stay unique)."""
+    """Serialized messages by object identity (the cache holds the message, so ids stay unique).
 
-    def __init__(self) -> None:
+    :meth:`forms` also keeps the last list it serialized: a later state whose messages start
+    with the same objects (the previous step's list plus new messages) only looks up the new
+    ones. At most ``max_size`` messages are kept (then the cache starts over).
+    """
+
+    def __init__(self, max_size: int = 50_000) -> None:
+        self.max_size = max_size
         self._forms: dict[int, tuple[BaseMessage, dict[str, Any]]] = {}
+        self._last: tuple[list[Any], list[dict[str, Any]]] = ([], [])
 
     def get(self, message: BaseMessage) -> dict[str, Any]:
         """``serialize_message(message)``, computed once per message object."""
@@ -87,5 +98,39 @@ class MessageCache:
         if hit is not None and hit[0] is message:
             return hit[1]
         data = serialize_message(message)
+        if len(self._forms) >= self.max_size:
+            self._forms.clear()
         self._forms[key] = (message, data)
         return data
+
+    def forms(self, messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
+        """``[serialize_message(m) for m in messages]``, in time proportional to what is new."""
+        last, last_forms = self._last
+        n = len(last)
+        if 0 < n <= len(messages) and all(map(operator.is_, last, messages[:n])):
+            out = [*last_forms, *(self.get(m) for m in messages[n:])]
+        else:
+            out = [self.get(m) for m in messages]
+        self._last = (list(messages), out)
+        return out
+
+
+_THREAD_CACHES: OrderedDict[str, MessageCache] = OrderedDict()
+_THREAD_CACHES_LOCK = threading.Lock()
+
+
+def thread_message_cache(thread_id: str, *, max_threads: int = 32) -> MessageCache:
+    """The :class:`MessageCache` of one thread, shared by its runs (the least recently used dropped).
+
+    A thread's next run starts from the same message objects (the checkpointer hands them
+    back), so its snapshots reuse the forms of the earlier runs.
+    """
+    with _THREAD_CACHES_LOCK:
+        cache = _THREAD_CACHES.get(thread_id)
+        if cache is None:
+            cache = _THREAD_CACHES[thread_id] = MessageCache()
+            while len(_THREAD_CACHES) > max_threads:
+                _THREAD_CACHES.popitem(last=False)
+        else:
+            _THREAD_CACHES.move_to_end(thread_id)
+        return cache

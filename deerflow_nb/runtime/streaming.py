@@ -41,13 +41,14 @@ def stream_metadata(meta: Any) -> dict[str, Any] | None:
 class StreamConverter:
     """Stateful converter for one run."""
 
-    def __init__(self) -> None:
+    def __init__(self, forms: MessageCache | None = None) -> None:
         self.known_ids: set[str] | None = None  # messages that existed before the run
         self.streamed: dict[str, str] = {}  # AI message id -> text delivered so far
         self.tool_calls_sent: set[str] = set()
         self.tool_results_sent: set[str] = set()
         self.final_state: dict[str, Any] = {}
-        self._forms = MessageCache()  # each values snapshot serializes only the new messages
+        # each values snapshot serializes only the new messages (``forms``: a thread's cache, shared by its runs)
+        self._forms = forms if forms is not None else MessageCache()
 
     # -- messages mode -------------------------------------------------------------
     def _text_delta(self, message_id: str, full_or_delta: str, *, is_delta: bool,

@@ -21,6 +21,7 @@ from deerflow_nb.persistence.events import JournalEntry, RunEventStore
 from deerflow_nb.runtime.events import StreamEvent
 from deerflow_nb.runtime.journal import RunJournal
 from deerflow_nb.runtime.progress import MODEL_PROGRESS
+from deerflow_nb.runtime.serialize import thread_message_cache
 from deerflow_nb.runtime.streaming import StreamConverter
 from deerflow_nb.runtime.workspace import snapshot, workspace_changes
 
@@ -191,7 +192,7 @@ async def agent_run(
     else:
         before = workspace_before if user_data is not None else None
     status = "interrupted"
-    converter = StreamConverter()
+    converter = StreamConverter(forms=thread_message_cache(context.thread_id))
     finish = _once(finish_blocking) if finish_blocking is not None else None
     succeeded: list[dict[str, Any] | None] = []  # the success path's workspace change, taken early
 
@@ -352,7 +353,7 @@ def marker_graph(checkpointer: Any, mode: tuple[str, int] | None = None) -> Any:
     """
     from langgraph.graph import END, START, StateGraph
 
-    from deerflow_nb.agent.checkpoint_mode import MODE_MARKER, frozen_checkpoint_mode
+    from deerflow_nb.agent.checkpoint_mode import MODE_MARKER, frozen_checkpoint_mode, register_delta_folds
     from deerflow_nb.agent.state import thread_state_schema
 
     name, frequency = mode or frozen_checkpoint_mode() or ("full", 1)
@@ -361,4 +362,7 @@ def marker_graph(checkpointer: Any, mode: tuple[str, int] | None = None) -> Any:
     builder.add_edge(START, "model")
     builder.add_edge("model", END)
     graph = builder.compile(checkpointer=checkpointer)
-    return graph.with_config(metadata={MODE_MARKER: "delta"}) if name == "delta" else graph
+    if name != "delta":
+        return graph
+    register_delta_folds(checkpointer)
+    return graph.with_config(metadata={MODE_MARKER: "delta"})

@@ -96,6 +96,19 @@ class _CallState:
         self.cursor = 0
         self.calls: list[list[BaseMessage]] = []
         self.tool_call_counter = 0
+        # word counts by message object: a long thread's prompt is the same objects call after call
+        self._words: dict[int, tuple[BaseMessage, int]] = {}
+
+    def words(self, message: BaseMessage) -> int:
+        """``_message_words(message)``, counted once per message object."""
+        hit = self._words.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        count = _message_words(message)
+        if len(self._words) >= 50_000:
+            self._words.clear()
+        self._words[id(message)] = (message, count)
+        return count
 
     def __deepcopy__(self, memo: dict[int, Any]) -> _CallState:
         # Copies of a model keep following the same script (and locks cannot be copied).
@@ -167,7 +180,7 @@ class DeterministicChatModel(BaseChatModel):
                 call = {**call, "id": f"call_{self._state.tool_call_counter}"}
             calls.append(call)
         output_tokens = _message_words(message.model_copy(update={"tool_calls": calls}))
-        input_tokens = sum(_message_words(m) for m in messages)
+        input_tokens = sum(map(self._state.words, messages))
         usage = message.usage_metadata or {
             "input_tokens": input_tokens,
             "output_tokens": output_tokens,

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import operator
 import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain.agents.middleware import ModelRequest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from deerflow_nb.agent.middlewares._base import ModelCallMiddleware
+from deerflow_nb.agent.middlewares._memo import IdentityMemo
 
 __all__ = ["PLACEHOLDER", "DanglingToolCallMiddleware", "patch_dangling"]
 
@@ -29,17 +32,27 @@ def _clean_call(call: Any) -> Any:
     return {**call, "name": name, "args": args}
 
 
-def patch_dangling(messages: list[BaseMessage]) -> list[BaseMessage]:
-    """Insert placeholder ``ToolMessage``s after AI tool calls that lack one; sanitize call names."""
+def _cleaned(message: BaseMessage) -> BaseMessage:
+    """An AI message with sanitized tool-call names and arguments (the same object when they are clean)."""
+    if not isinstance(message, AIMessage) or not message.tool_calls:
+        return message
+    calls = [_clean_call(c) for c in message.tool_calls]
+    return message.model_copy(update={"tool_calls": calls}) if calls != message.tool_calls else message
+
+
+def patch_dangling(messages: Sequence[BaseMessage],
+                   clean: Callable[[BaseMessage], BaseMessage] = _cleaned) -> list[BaseMessage]:
+    """Insert placeholder ``ToolMessage``s after AI tool calls that lack one; sanitize call names.
+
+    ``clean`` cleans one message's tool calls (a memoised :func:`_cleaned` by default in the middleware).
+    """
     answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
     out: list[BaseMessage] = []
     for message in messages:
         if isinstance(message, AIMessage) and message.tool_calls:
-            calls = [_clean_call(c) for c in message.tool_calls]
-            if calls != message.tool_calls:
-                message = message.model_copy(update={"tool_calls": calls})
-            out.append(message)
-            for call in calls:
+            cleaned = clean(message)
+            out.append(cleaned)
+            for call in cleaned.tool_calls if isinstance(cleaned, AIMessage) else []:
                 if call.get("id") and call["id"] not in answered:
                     out.append(ToolMessage(content=PLACEHOLDER, tool_call_id=call["id"], name=call["name"],
                                            status="error"))
@@ -51,9 +64,15 @@ def patch_dangling(messages: list[BaseMessage]) -> list[BaseMessage]:
 class DanglingToolCallMiddleware(ModelCallMiddleware):
     """Patches the model request only; the checkpointed history is left as it was."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        # each AI message's calls are cleaned once, not on every model call of every later turn
+        self._cleaned: IdentityMemo[BaseMessage, BaseMessage] = IdentityMemo(_cleaned)
+
     def prepare(self, request: ModelRequest) -> ModelRequest:
         """Patch dangling calls in the request messages."""
-        patched = patch_dangling(list(request.messages))
-        if patched == list(request.messages):
+        messages = list(request.messages)
+        patched = patch_dangling(messages, self._cleaned)
+        if len(patched) == len(messages) and all(map(operator.is_, patched, messages)):
             return request
         return request.override(messages=patched)  # type: ignore[arg-type]

@@ -6,12 +6,14 @@ DeerFlow wraps trusted context (date, memory, uploads, skills) in tags such as
 
 from __future__ import annotations
 
+import operator
 import re
 
 from langchain.agents.middleware import ModelRequest
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 
 from deerflow_nb.agent.middlewares._base import ModelCallMiddleware
+from deerflow_nb.agent.middlewares._memo import IdentityMemo
 
 __all__ = ["RESERVED_TAGS", "InputSanitizationMiddleware", "sanitize_text"]
 
@@ -30,29 +32,36 @@ def _is_internal(message: HumanMessage) -> bool:
     return bool(message.additional_kwargs.get("deerflow_internal"))
 
 
+def _sanitized(message: BaseMessage) -> BaseMessage:
+    """``message`` with its user-authored text sanitized (the same object when nothing changes)."""
+    if not isinstance(message, HumanMessage) or _is_internal(message):
+        return message
+    if isinstance(message.content, str):
+        clean = sanitize_text(message.content)
+        if clean != message.content:
+            return message.model_copy(update={"content": clean})
+    elif isinstance(message.content, list):
+        blocks = [
+            {**b, "text": sanitize_text(b["text"])}
+            if isinstance(b, dict) and isinstance(b.get("text"), str)
+            else b
+            for b in message.content
+        ]
+        if blocks != message.content:
+            return message.model_copy(update={"content": blocks})
+    return message
+
+
 class InputSanitizationMiddleware(ModelCallMiddleware):
     """Outermost model wrapper: every inner middleware sees sanitized user text."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        # each message is checked once, not on every model call of every later turn
+        self._sanitized: IdentityMemo[BaseMessage, BaseMessage] = IdentityMemo(_sanitized)
+
     def prepare(self, request: ModelRequest) -> ModelRequest:
         """Sanitize user-authored human messages in the request (state is untouched)."""
-        changed = False
-        messages = []
-        for message in request.messages:
-            if isinstance(message, HumanMessage) and not _is_internal(message):
-                if isinstance(message.content, str):
-                    clean = sanitize_text(message.content)
-                    if clean != message.content:
-                        message = message.model_copy(update={"content": clean})
-                        changed = True
-                elif isinstance(message.content, list):
-                    blocks = [
-                        {**b, "text": sanitize_text(b["text"])}
-                        if isinstance(b, dict) and isinstance(b.get("text"), str)
-                        else b
-                        for b in message.content
-                    ]
-                    if blocks != message.content:
-                        message = message.model_copy(update={"content": blocks})
-                        changed = True
-            messages.append(message)
-        return request.override(messages=messages) if changed else request
+        messages = [self._sanitized(m) for m in request.messages]
+        changed = any(map(operator.is_not, messages, request.messages))
+        return request.override(messages=messages) if changed else request  # type: ignore[arg-type]

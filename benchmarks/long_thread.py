@@ -1,0 +1,180 @@
+"""One long thread: does a turn late in a 1,000-turn conversation cost what an early one does?
+
+Each turn: the scripted model calls ``write_file`` once and then answers (four messages a turn),
+on the same thread every time.
+
+- ours: ``DeerFlow(model=...).thread().chat(...)`` with SQLite persistence, the full middleware
+  chain, runs and journal (memory off: its updater would ask the scripted model too), in the
+  configured ``checkpoint_channel_mode`` (``--mode``; default ``delta``);
+- bare: ``langchain.agents.create_agent`` with the same tools and model and LangGraph's
+  ``SqliteSaver`` (its default ``add_messages`` channel: every checkpoint holds the whole list).
+
+The two alternate turn by turn in one process, so both see the same machine. Printed per path:
+the median turn time of turns 1-10 and of the last ten turns, their ratio (the target is <= 2x),
+and how much the database file grows per turn at the start and at the end.
+
+Run: ``python benchmarks/long_thread.py [--turns 1000] [--mode delta|full] [--profile out.prof]``.
+``--profile`` writes a cProfile of ours' last ten turns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import sqlite3
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+NOTE = "/mnt/user-data/workspace/note.txt"
+
+
+def responder(messages: list[Any]) -> Any:
+    """One tool call after the user's message, then an answer after the tool's result."""
+    from langchain_core.messages import ToolMessage
+
+    if isinstance(messages[-1], ToolMessage):
+        return "Noted it in note.txt."
+    return {"content": "", "tool_calls": [{"name": "write_file", "args": {"description": "note", "path": NOTE,
+                                                                          "content": "hello"}}]}
+
+
+def db_bytes(path: Path) -> int:
+    """The database's size in pages, as a reader sees it (committed WAL frames included)."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+        return int((pages - free) * size)
+    finally:
+        conn.close()
+
+
+class Ours:
+    """``DeerFlow(...).thread().chat(...)`` on one thread."""
+
+    def __init__(self, turns: int, home: Path, mode: str) -> None:
+        import yaml
+
+        import deerflow_nb as df
+        from deerflow_nb.testing import ScriptedChatModel
+
+        config = home / "config.yaml"
+        config.write_text(yaml.safe_dump({"config_version": 1, "memory": {"enabled": False},
+                                          "checkpoint_channel_mode": mode}))
+        self.agent = df.DeerFlow(model=ScriptedChatModel(responses=[responder] * (2 * turns + 8)),
+                                 config_path=config, home=home)
+        self.thread = self.agent.thread()
+        self.db = home / "deerflow.db"
+
+    def turn(self, i: int) -> float:
+        start = time.perf_counter()
+        self.thread.chat(f"note turn {i}")
+        return time.perf_counter() - start
+
+    def close(self) -> None:
+        self.agent.close()
+
+
+class Bare:
+    """``create_agent`` + ``SqliteSaver``, ``invoke`` on one thread."""
+
+    def __init__(self, turns: int, home: Path) -> None:
+        from langchain.agents import create_agent
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        from deerflow_nb.config import AppConfig, Paths
+        from deerflow_nb.context import RunContext
+        from deerflow_nb.sandbox import LocalSandboxProvider
+        from deerflow_nb.testing import ScriptedChatModel
+        from deerflow_nb.tools import get_available_tools
+
+        self.db = home / "bare.db"
+        self.conn = sqlite3.connect(str(self.db), check_same_thread=False)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        saver = SqliteSaver(self.conn)
+        config = AppConfig()
+        paths = Paths(home / "bare")
+        self.thread_id = str(uuid.uuid4())
+        self.context = RunContext(thread_id=self.thread_id, paths=paths,
+                                  sandbox_provider=LocalSandboxProvider(config.sandbox, paths=paths),
+                                  app_config=config)
+        self.graph = create_agent(ScriptedChatModel(responses=[responder] * (2 * turns + 8)),
+                                  tools=get_available_tools(config), checkpointer=saver, context_schema=RunContext)
+
+    def turn(self, i: int) -> float:
+        from langchain_core.messages import HumanMessage
+
+        start = time.perf_counter()
+        self.graph.invoke({"messages": [HumanMessage(f"note turn {i}")]},
+                          config={"configurable": {"thread_id": self.thread_id}}, context=self.context)
+        return time.perf_counter() - start
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+async def _call(func: Any) -> None:
+    func()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=1000)
+    parser.add_argument("--mode", choices=["delta", "full"], default="delta", help="ours' checkpoint_channel_mode")
+    parser.add_argument("--profile", help="write a cProfile of ours' last ten turns here")
+    args = parser.parse_args()
+    window = min(10, args.turns // 2)
+    root = Path(tempfile.mkdtemp(prefix="deerflow-long-"))
+    os.environ.setdefault("DEER_FLOW_HOME", str(root / "home"))
+    home = Path(os.environ["DEER_FLOW_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    paths = {"bare": Bare(args.turns, root), "ours": Ours(args.turns, home, args.mode)}
+    times: dict[str, list[float]] = {name: [] for name in paths}
+    sizes: dict[str, dict[int, int]] = {name: {} for name in paths}
+    profiler = cProfile.Profile() if args.profile else None
+    try:
+        for i in range(args.turns):
+            measure = i < window or i >= args.turns - window - 1
+            for name, path in paths.items():
+                if name == "ours" and profiler is not None and i >= args.turns - window:
+                    # the run's work is on the client's loop thread: profile there
+                    loop = paths["ours"].agent.runtime.loop
+                    loop.run(_call(profiler.enable))
+                    times[name].append(path.turn(i))
+                    loop.run(_call(profiler.disable))
+                else:
+                    times[name].append(path.turn(i))
+                if measure or i in (0, window):
+                    sizes[name][i] = db_bytes(path.db)
+    finally:
+        for path in paths.values():
+            path.close()
+    if profiler is not None:
+        profiler.dump_stats(args.profile)
+    n = args.turns
+    print(f"one thread, {n} turns (write_file call + answer each); medians of turns 1-{window} "
+          f"and {n - window + 1}-{n}")
+    print(f"{'':34} {'first':>9} {'last':>9} {'last/first':>10}   DB growth per turn, first / last")
+    labels = {"bare": "bare create_agent + SqliteSaver", "ours": f"deerflow-nb ({args.mode} checkpoints)"}
+    ratios = {}
+    for name in ("bare", "ours"):
+        first = statistics.median(times[name][:window])
+        last = statistics.median(times[name][-window:])
+        ratios[name] = last / first
+        s = sizes[name]
+        grow_first = (s[window] - s[0]) / window
+        grow_last = (s[n - 1] - s[n - window - 1]) / window
+        print(f"{labels[name]:34} {first * 1000:7.2f}ms {last * 1000:7.2f}ms {last / first:9.2f}x"
+              f"   {grow_first / 1024:8.1f} KiB / {grow_last / 1024:8.1f} KiB")
+    last_ours, last_bare = statistics.median(times["ours"][-window:]), statistics.median(times["bare"][-window:])
+    print(f"late turns, ours / bare: {last_ours / last_bare:5.2f}x   (target: ours last/first <= 2x)")
+
+
+if __name__ == "__main__":
+    main()
