@@ -36,6 +36,7 @@ __all__ = [
     "SummaryUpdateRequest",
     "HistoryRequest",
     "RunCreateRequest",
+    "SkillUpdateRequest",
     "ThreadCreateRequest",
     "ThreadPatchRequest",
     "ThreadSearchRequest",
@@ -50,10 +51,13 @@ class _Body(BaseModel):
 
 #: What ``openapi.json`` says of the one input message (the validator below is the authority).
 _MESSAGE: dict[str, Any] = {"type": "object", "required": ["content"], "anyOf": [
-    {"required": ["role"]}, {"required": ["type"]}], "properties": {
+    {"required": ["role"]}, {"required": ["type"]}], "additionalProperties": False, "properties": {
     "role": {"enum": ["user", "human"]}, "type": {"enum": ["human", "user"]},
     "content": {"anyOf": [{"type": "string", "pattern": "\\S"}, {"type": "array", "items": {"type": "object"}}]},
-    "additional_kwargs": {"type": "object"}}}
+    "additional_kwargs": {"type": "object"}, "response_metadata": {"type": "object"},
+    "name": {"type": ["string", "null"]}, "id": {"type": ["string", "null"]}, "example": {"type": "boolean"}}}
+#: The keys of a LangChain ``HumanMessage`` as a dict, and ``role``: anything else would land in ``additional_kwargs``.
+_MESSAGE_KEYS = frozenset(_MESSAGE["properties"])
 
 
 class RunInput(BaseModel):
@@ -74,9 +78,12 @@ class RunInput(BaseModel):
                 raise ValueError("content must be a string or a list of content blocks")
             if isinstance(content, str) and not content.strip():
                 raise ValueError("content must not be empty")
+            unknown = sorted(set(message) - _MESSAGE_KEYS)
+            if unknown:
+                raise ValueError(f"unknown message field(s) {unknown}; known: {sorted(_MESSAGE_KEYS)}")
             for key in ("role", "type"):
-                if key in message and not isinstance(message[key], str):
-                    raise ValueError(f"{key} must be a string")
+                if key in message and message[key] not in ("user", "human"):
+                    raise ValueError(f"{key} must be 'user' or 'human' (the input is one human message)")
             if not isinstance(message.get("additional_kwargs", {}), dict):
                 raise ValueError("additional_kwargs must be an object")
         return value
@@ -282,6 +289,12 @@ class AssistantSearchRequest(_Body):
     sort_order: Literal["asc", "desc"] | None = None
     select: list[str] | None = None
     response_format: str | None = None
+
+
+class SkillUpdateRequest(_Body):
+    """Body of ``PUT /skills/{name}``."""
+
+    enabled: bool
 
 
 class FeedbackRequest(_Body):

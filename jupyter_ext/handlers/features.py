@@ -27,6 +27,7 @@ from jupyter_ext.schemas import (
     FactUpdateRequest,
     FeedbackRequest,
     MemoryImportRequest,
+    SkillUpdateRequest,
     SummaryUpdateRequest,
 )
 
@@ -59,11 +60,6 @@ class ModelsHandler(DeerFlowHandler):
         self.write_json(gateway.get_model(name) if name else gateway.list_models())
 
 
-class _SkillUpdate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    enabled: bool
-
-
 class SkillsHandler(DeerFlowHandler):
     """``GET /skills``, ``GET`` / ``PUT`` (``{"enabled": bool}``) / ``DELETE /skills/{name}``."""
 
@@ -85,7 +81,7 @@ class SkillsHandler(DeerFlowHandler):
         """Enable or disable a skill; returns it."""
         if not name:
             raise http_error(405, "PUT needs a skill name", "Method Not Allowed")
-        body = self.parse(_SkillUpdate)
+        body = self.parse(SkillUpdateRequest)
         self.write_json(await asyncio.to_thread(self.service.gateway.update_skill, self.user_id, name, body.enabled))
 
     @web.authenticated

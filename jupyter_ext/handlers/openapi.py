@@ -56,6 +56,7 @@ BODIES: dict[tuple[str, str], type[BaseModel]] = {
     ("MemoryFactHandler", "delete"): schemas.FactDeleteRequest,
     ("MemorySummaryHandler", "put"): schemas.SummaryUpdateRequest,
     ("McpConfigHandler", "put"): McpConfigUpdateRequest,
+    ("SkillsHandler", "put"): schemas.SkillUpdateRequest,
 }
 _MEMORY_READS = ("config", "status", "data", "export", "section", "queue", "preview")
 #: Methods actually served per path, where a handler's methods cover more paths than they serve;

@@ -6,8 +6,8 @@ have a documented status and content type, and match the documented response sch
 invalid request must be refused with a 4xx. The total number of requests is counted and
 must reach :data:`MIN_REQUESTS`, so the test cannot pass by generating nothing.
 
-Path parameters are half of the time the ids of a real thread and of a finished run on it
-(otherwise random), so the handlers behind the 404 are reached too. Operations that destroy
+Path parameters are half of the time real ids (a thread, a finished run on it, its checkpoint,
+a model, a skill; otherwise random), so the handlers behind the 404 are reached too. Operations that destroy
 them (``DELETE`` of the thread or the run) are fuzzed like every other; the fixture is
 rebuilt after each successful delete, so later operations see the same world. Nothing is
 excluded: streams of finished runs end at once, runs use a scripted model.
@@ -60,24 +60,31 @@ def server(tmp_path_factory):
 
 
 class World:
-    """A real thread with one finished run; rebuilt when a fuzzed request deletes either."""
+    """Real ids for path parameters: a thread with one finished run and its checkpoint, a model, a skill.
+
+    The thread and run are rebuilt when a fuzzed request deletes either.
+    """
 
     def __init__(self, server: JupyterServer) -> None:
         self.client = httpx.Client(base_url=server.api, headers=server.headers(), timeout=120)
         self.thread_id = "fuzz-thread"
-        self.run_id = ""
+        self.run_id = self.checkpoint_id = ""
+        self.skill = self.client.get("/skills").raise_for_status().json()["skills"][0]["name"]
         self.build()
 
     def build(self) -> None:
         self.client.post("/threads", json={"thread_id": self.thread_id, "if_exists": "do_nothing"}).raise_for_status()
         # "interrupt": a fuzzed background run may still be running on the thread
         run = self.client.post(f"/threads/{self.thread_id}/runs", json={"input": MSG, "multitask_strategy": "interrupt"})
-        run.raise_for_status()
-        self.run_id = run.json()["run_id"]
+        self.run_id = run.raise_for_status().json()["run_id"]
         self.client.get(f"/threads/{self.thread_id}/runs/{self.run_id}/join").raise_for_status()
+        self.checkpoint_id = self.client.get(f"/threads/{self.thread_id}/state").raise_for_status().json()[
+            "checkpoint_id"]
 
-    def ids(self) -> dict[str, str]:
-        return {"thread_id": self.thread_id, "run_id": self.run_id}
+    def ids(self, path: str) -> dict[str, str]:
+        """Real values for the path parameters of ``path``."""
+        return {"thread_id": self.thread_id, "run_id": self.run_id, "checkpoint_id": self.checkpoint_id,
+                "assistant_id": "lead_agent", "name": "scripted" if path.startswith("/models") else self.skill}
 
     def repair(self, case: Any, status: int) -> None:
         """Rebuild after a successful ``DELETE`` of the thread or of the run."""
@@ -89,13 +96,12 @@ class World:
 
 
 def cases(operation: Any, mode: GenerationMode, world: World) -> st.SearchStrategy[Any]:
-    """The operation's cases; half of them with the world's ids as path parameters."""
-    names = {p.name for p in operation.path_parameters}
-    real = {k: v for k, v in world.ids().items() if k in names}
-    if not real:
+    """The operation's cases; half of them with real ids as path parameters (read when drawn)."""
+    names = {p.name for p in operation.path_parameters} & set(world.ids(operation.path))
+    if not names:
         return operation.as_strategy(generation_mode=mode)
-    return st.booleans().flatmap(lambda use: operation.as_strategy(
-        generation_mode=mode, path_parameters={k: getattr(world, k) for k in real} if use else None))
+    return st.booleans().flatmap(lambda use: operation.as_strategy(generation_mode=mode, path_parameters={
+        k: v for k, v in world.ids(operation.path).items() if k in names} if use else None))
 
 
 def fuzz(operation: Any, mode: GenerationMode, server: JupyterServer, world: World, sent: Counter[str],

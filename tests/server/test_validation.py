@@ -18,6 +18,10 @@ from .test_handlers import MSG, call, expect_error
     ({"context": {"thinking_enabled": "yes"}}, "context.thinking_enabled"),
     ({"context": {"model_name": ["a", "b"]}}, "context.model_name"),
     ({"input": {"messages": [{"role": "user", "content": None}]}}, "input.messages"),
+    # unknown keys and a second, non-human ``type`` used to land in the stored message's additional_kwargs
+    ({"input": {"messages": [{"role": "user", "content": "x", "": None}]}}, "unknown message field"),
+    ({"input": {"messages": [{"role": "user", "type": "tool", "content": "x"}]}}, "type must be"),
+    ({"input": {"messages": [{"role": "assistant", "content": "x"}]}}, "role must be"),
     ({"metadata": {"n": 2 ** 70}}, "metadata.n"),
     ({"stream_mode": "debug"}, "stream_mode"),
     ({"checkpoint_id": ""}, "checkpoint_id"),
@@ -155,6 +159,8 @@ async def test_openapi_documents_streams_queries_and_uploads(jp_fetch):
     assert {"thread_id", "limit", "offset", "status"} <= set(runs)
     join = {p["name"]: p["in"] for p in paths["/threads/{thread_id}/runs/{run_id}/stream"]["get"]["parameters"]}
     assert join["Last-Event-ID"] == "header" and join["stream_mode"] == "query"
+    skill = paths["/skills/{name}"]["put"]["requestBody"]["content"]["application/json"]["schema"]
+    assert skill["$ref"].endswith("/SkillUpdateRequest")
     upload = paths["/threads/{thread_id}/uploads"]["post"]["requestBody"]["content"]
     assert upload["multipart/form-data"]["schema"]["required"] == ["files"]
     message = (await call(jp_fetch, "openapi.json"))["components"]["schemas"]["RunInput"]["properties"]["messages"]
