@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 from tornado.iostream import StreamClosedError
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
 __all__ = ["message_chunk", "sse_event", "stream_run", "wire_frame"]
 
 _ALWAYS = frozenset({"error"})
+#: A ``Last-Event-ID`` that can name an event of a run (ids are 1, 2, ...); anything else replays from the start.
+_EVENT_ID = re.compile(r"0*[1-9][0-9]*")
 
 
 def message_chunk(data: dict[str, Any]) -> dict[str, Any]:
@@ -89,8 +92,8 @@ async def stream_run(handler: DeerFlowHandler, *, run_id: str, thread_id: str | 
     disconnected = False
     try:
         await handler.flush()  # headers now: later writes cannot turn this into a JSON response
-        if (last_event_id is None and not join) or (last_event_id is not None and not
-                                                     (last_event_id.isdigit() and int(last_event_id) >= 1)):
+        if (last_event_id is None and not join) or (last_event_id is not None
+                                                    and not _EVENT_ID.fullmatch(last_event_id)):
             # a new stream, or a replay from before the first event ("-1", as the JS SDK sends): LangGraph's
             # replay starts with the run's metadata event too; a live join does not get it
             handler.write(sse_event("metadata", {"run_id": run_id, "attempt": 1}))

@@ -142,6 +142,10 @@ async def test_resume_after_cleanup_gets_a_gap_unless_it_saw_the_last_event(jp_f
     gap = replay[1]["data"]  # only stream_bridge.queue_maxsize (4) events are retained once the run ended
     assert replay[0]["event"] == "metadata" and replay[1]["event"] == "gap" and gap["last_event_id"] == "-1"
     assert replay[2:] == [f for f in frames[1:] if int(f["id"]) >= int(gap["resumed_at"])] and len(replay[2:]) == 4
+    for odd in ("9" * 5000, "\u00b2", "abc", "0"):  # not an id of this run (too big, not ASCII digits, ...): the same
+        again = await _stream(jp_fetch, *join, last_event_id=odd, params=[("stream_mode", m) for m in ALL_MODES])
+        again = again[1:] if again[0]["event"] == "metadata" else again  # (a well-formed id beyond the run: none)
+        assert again[0]["event"] == "gap" and again[0]["data"]["last_event_id"] == odd and again[1:] == replay[2:]
     service = _service(jp_serverapp)
     bridge = service.engine.bridge
 
