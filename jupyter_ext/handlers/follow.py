@@ -26,8 +26,9 @@ __all__ = ["stream_stored_run"]
 
 def _journal_cursor(last_event_id: str | None) -> int | None:
     """The journal seq a ``j{seq}`` id names (``None`` for any other id)."""
-    if last_event_id and last_event_id.startswith("j") and last_event_id[1:].isdigit():
-        return int(last_event_id[1:])
+    seq = last_event_id[1:] if last_event_id and last_event_id.startswith("j") else ""
+    if seq.isascii() and seq.isdigit() and len(seq) <= 18:  # int() refuses '²' and 5000-digit strings
+        return int(seq)
     return None
 
 
