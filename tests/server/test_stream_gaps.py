@@ -166,3 +166,11 @@ async def test_resume_after_cleanup_gets_a_gap_unless_it_saw_the_last_event(jp_f
 
     bridge._final_ids.clear()  # as after a restart: nothing says what the client saw
     assert [f["event"] for f in await _stream(jp_fetch, *join, last_event_id=last, params=modes)] == ["gap", "end"]
+
+
+def test_journal_cursors_are_ascii_digits_only():
+    from jupyter_ext.handlers.follow import _journal_cursor
+
+    assert _journal_cursor("j12") == 12
+    for odd in ("j\u00b2", "j" + "9" * 5000, "j", "12", "-1", None):  # int() would raise on the first two
+        assert _journal_cursor(odd) is None
