@@ -89,6 +89,14 @@ out["runs.joinStream finished"] = events(await collect(client.runs.joinStream(ti
 out["runs.joinStream finished, no lastEventId"] = events(await collect(client.runs.joinStream(tid, run.run_id)));
 
 out["runs.wait"] = messagesOf(await client.runs.wait(tid, assistantId, { input: MSG }));
+out["runs.stream values"] = events(await collect(client.runs.stream(tid, assistantId, { input: MSG,
+  streamMode: "values" })));
+out["runs.stream updates"] = events(await collect(client.runs.stream(tid, assistantId, { input: MSG,
+  streamMode: "updates" })));
+out["runs.list count"] = (await client.runs.list(tid)).length;
+out["threads.search count"] = (await client.threads.search({ metadata: { purpose: "js-parity" } })).length;
+out["assistant not found"] = await status(client.runs.wait(tid, "no-such-assistant", { input: MSG }));
+out["invalid body"] = await status(client.runs.wait(tid, assistantId, { input: MSG, multitaskStrategy: "nope" }));
 
 const state = await client.threads.getState(tid);
 out["threads.getState"] = { ...state, values: messagesOf(state.values) };
