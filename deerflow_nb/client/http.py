@@ -220,6 +220,11 @@ class HttpBackend:
             raise UsageError("a thread title must not be empty")
         await self._call(self.sdk.threads.update(thread_id, metadata={"title": str(title)}))
 
+    async def compact_thread(self, thread_id: str, keep_messages: int | None) -> dict[str, Any]:
+        """``POST /threads/{id}/compact``."""
+        body = {} if keep_messages is None else {"keep_messages": keep_messages}
+        return dict(await self.request("POST", f"/threads/{thread_id}/compact", body))
+
     async def active_run(self, thread_id: str) -> str | None:
         """``GET /threads/{id}/runs?limit=1``: the newest run, if it is still going (one active run a thread)."""
         runs = await self._call(self.sdk.runs.list(thread_id, limit=1))

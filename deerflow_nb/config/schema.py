@@ -141,9 +141,9 @@ class TitleConfig(_Section):
 
 
 class SummarizationConfig(_Section):
-    """Context summarization when the conversation grows long."""
+    """Context summarization when the conversation grows long (tokens counted with the model's tokenizer)."""
 
-    enabled: bool = False
+    enabled: bool = True
     model_name: str | None = None
     trigger_tokens: int = Field(default=60_000, gt=0)
     trigger_messages: int | None = Field(default=None, gt=0)
