@@ -3,7 +3,8 @@
 Event types (category): ``human_message`` / ``human_input_response`` (message),
 ``ai_message`` (message; text assembled from the streamed deltas), ``tool_call`` and
 ``tool_result`` (tool), ``human_input_request`` (human_input), ``custom`` (custom),
-``workspace_changes`` (workspace), ``run_end`` / ``run_error`` (run). Entries are
+``workspace_changes`` (workspace), ``guardrail`` (guardrail: a tool call denied, held for approval or
+approved), ``run_end`` / ``run_error`` (run). Entries are
 buffered and written in batches, so the journal costs one transaction per
 ``flush_every`` entries rather than one per token.
 
@@ -91,7 +92,10 @@ class RunJournal:
                 self.add("tool_result", "tool", data)
         elif event.type == "custom":
             self.close_messages()
-            self.add("custom", "custom", data if isinstance(data, dict) else {"value": data})
+            if isinstance(data, dict) and data.get("type") == "guardrail":
+                self.add("guardrail", "guardrail", data)
+            else:
+                self.add("custom", "custom", data if isinstance(data, dict) else {"value": data})
         elif event.type in {"end", "error"}:
             self.close_messages()
             self.add("run_end" if event.type == "end" else "run_error", "run", dict(data or {}))
