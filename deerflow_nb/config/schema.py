@@ -23,6 +23,7 @@ __all__ = [
     "MemoryConfig",
     "ModelConfig",
     "ModelPricing",
+    "OtelConfig",
     "ReadBeforeWriteConfig",
     "SandboxConfig",
     "SkillsConfig",
@@ -34,6 +35,7 @@ __all__ = [
     "ToolConfig",
     "ToolGroupConfig",
     "ToolOutputBudgetConfig",
+    "TracingConfig",
 ]
 
 
@@ -299,6 +301,22 @@ class ToolOutputBudgetConfig(_Section):
     max_chars: int = Field(default=20_000, gt=0)
 
 
+class OtelConfig(_Section):
+    """startup-only: OpenTelemetry spans for runs, model calls and tool calls."""
+
+    enabled: bool = Field(default=False, description="Install a tracer provider exporting over OTLP/HTTP when "
+                          "the process has none (a provider you set up yourself is used without this).")
+    endpoint: str | None = Field(default=None, min_length=1, description="OTLP/HTTP traces URL; default: the "
+                                 "OTEL_EXPORTER_OTLP_* environment (http://localhost:4318/v1/traces).")
+    service_name: str = Field(default="deerflow-nb", min_length=1)
+
+
+class TracingConfig(_Section):
+    """Tracing (LangSmith and Langfuse are switched on by their environment variables)."""
+
+    otel: OtelConfig = Field(default_factory=OtelConfig)
+
+
 class AppConfig(BaseModel):
     """The whole ``config.yaml``."""
 
@@ -335,6 +353,7 @@ class AppConfig(BaseModel):
     loop_detection: LoopDetectionConfig = Field(default_factory=LoopDetectionConfig)
     read_before_write: ReadBeforeWriteConfig = Field(default_factory=ReadBeforeWriteConfig)
     tool_output_budget: ToolOutputBudgetConfig = Field(default_factory=ToolOutputBudgetConfig)
+    tracing: TracingConfig = Field(default_factory=TracingConfig)
 
     @field_validator("models")
     @classmethod

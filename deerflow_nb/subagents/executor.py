@@ -203,9 +203,16 @@ class SubagentExecutor:
 
     async def _run_isolated(self, graph: Any, prompt: str, child: RunContext, max_turns: int,
                             tracker: _Tracker, timeout: float) -> None:
+        from deerflow_nb.tracing import subagent_trace_config
+
+        # only the parent's tracing callbacks, read here in the task tool's context: the
+        # subagent's trace nests below its ``task`` call (the graph runs in an empty context)
+        about = child.extra.get("subagent") or {}
+        traced = subagent_trace_config(str(about.get("type", "subagent")), str(about.get("task_id", "")))
+
         async def drive() -> None:
             stream = graph.astream({"messages": [HumanMessage(content=prompt)]},
-                                   config={"recursion_limit": 2 * max_turns + 1},
+                                   config={"recursion_limit": 2 * max_turns + 1, **traced},
                                    context=child, stream_mode="values")
             async for chunk in stream:
                 tracker.feed(list(chunk.get("messages") or []))
