@@ -38,16 +38,15 @@ from deerflow_nb.agent.middlewares import (
 )
 from deerflow_nb.agent.middlewares.chain import MiddlewareChain
 from deerflow_nb.agent.middlewares.dynamic_context import ContextProvider
-from deerflow_nb.agent.middlewares.guardrail import GuardrailMiddleware
 from deerflow_nb.agent.middlewares.model_retry import ModelRetryMiddleware
 from deerflow_nb.agent.profile import SMALL_PROMPT
 from deerflow_nb.agent.prompt import build_system_prompt
 from deerflow_nb.agent.state import thread_state_schema
 from deerflow_nb.config.schema import AppConfig, ModelConfig
 from deerflow_nb.context import RunContext
+from deerflow_nb.tools.tool_search import assemble_deferred_tools, mcp_routing_hints_prompt_section
 
-__all__ = ["NON_INTERACTIVE_SECTION", "SLOTS", "AgentOptions", "build_middlewares", "guardrail_middlewares",
-           "make_lead_agent"]
+__all__ = ["NON_INTERACTIVE_SECTION", "SLOTS", "AgentOptions", "build_middlewares", "make_lead_agent"]
 
 #: Extension points of the chain, in order: skills after DynamicContext, memory after
 #: Title, subagents before LoopDetection, custom before the terminal tail.
@@ -86,27 +85,18 @@ def _retry_middleware(config: AppConfig, options: AgentOptions) -> ModelRetryMid
     return ModelRetryMiddleware(max_retries=max_retries, max_delay=max_wait)
 
 
-def guardrail_middlewares(config: AppConfig, *, interactive: bool = True, is_subagent: bool = False
-                          ) -> list[AgentMiddleware]:
-    """``[GuardrailMiddleware]`` when ``config.guardrails`` checks anything, else ``[]``."""
-    from deerflow_nb.guardrails import build_guardrail_provider
-
-    provider = build_guardrail_provider(config)
-    if provider is None:
-        return []
-    section = config.guardrails
-    return [GuardrailMiddleware(provider, fail_closed=section.fail_closed, interactive=interactive,
-                                passport=section.passport, is_subagent=is_subagent)]
-
-
 def build_middlewares(
     config: AppConfig,
     options: AgentOptions,
     *,
     slots: Mapping[str, Sequence[AgentMiddleware]] | None = None,
     context_providers: Sequence[ContextProvider] = (),
+    deferred: Sequence[AgentMiddleware] = (),
 ) -> list[AgentMiddleware]:
-    """The lead agent's middlewares in the reference order (outermost first)."""
+    """The lead agent's middlewares in the reference order (outermost first).
+
+    ``deferred``: MCP routing and the deferred-tool filter (``tool_search.enabled``).
+    """
     slots = slots or {}
     unknown = set(slots) - set(SLOTS)
     if unknown:
@@ -121,7 +111,6 @@ def build_middlewares(
         LLMErrorHandlingMiddleware(),
         SandboxAuditMiddleware(),
     ]
-    chain += guardrail_middlewares(config, interactive=not options.non_interactive)
     if config.read_before_write.enabled:
         chain.append(ReadBeforeWriteMiddleware())
     chain += [ToolErrorHandlingMiddleware(), DynamicContextMiddleware(list(context_providers))]
@@ -136,6 +125,7 @@ def build_middlewares(
     chain += list(slots.get("memory", ()))
     if options.supports_vision:
         chain.append(ViewImageMiddleware())
+    chain += list(deferred)
     chain.append(SystemMessageCoalescingMiddleware())
     chain += list(slots.get("subagents", ()))
     if config.loop_detection.enabled:
@@ -185,14 +175,18 @@ def make_lead_agent(
         from deerflow_nb.tools import get_available_tools
 
         tools = get_available_tools(config, supports_vision=options.supports_vision)
+    # tool_search: MCP schemas are bound only once found (or routed); see tools/tool_search.py
+    bound, deferral = assemble_deferred_tools(_prepare_tools(tools, options.non_interactive), config.tool_search)
+    mcp_sections = [deferral.prompt_section(),
+                    mcp_routing_hints_prompt_section(bound, deferral.deferred_names, deferral.max_prompt_names)]
     graph: Any = create_agent(
         model,
-        tools=_prepare_tools(tools, options.non_interactive),
+        tools=bound,
         system_prompt=(SMALL_PROMPT + "\n" if options.profile == "small" else
-                       build_system_prompt([*prompt_sections, NON_INTERACTIVE_SECTION if options.non_interactive
-                                            else None])),
-        middleware=[MiddlewareChain(build_middlewares(config, options, slots=slots,
-                                                      context_providers=context_providers))],
+                       build_system_prompt([*prompt_sections, *mcp_sections,
+                                            NON_INTERACTIVE_SECTION if options.non_interactive else None])),
+        middleware=[MiddlewareChain(build_middlewares(config, options, slots=slots, context_providers=context_providers,
+                                                      deferred=deferral.middlewares()))],
         state_schema=thread_state_schema(mode, frequency),
         context_schema=RunContext,
         checkpointer=checkpointer,

@@ -8,7 +8,6 @@ restart of the process (or the Jupyter server) to take effect; see
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -16,14 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 __all__ = [
     "AppConfig",
     "DatabaseConfig",
-    "GuardrailProviderConfig",
-    "GuardrailRule",
-    "GuardrailsConfig",
     "LoopDetectionConfig",
     "MemoryConfig",
     "ModelConfig",
     "ModelPricing",
-    "OtelConfig",
     "ReadBeforeWriteConfig",
     "SandboxConfig",
     "SkillsConfig",
@@ -35,7 +30,7 @@ __all__ = [
     "ToolConfig",
     "ToolGroupConfig",
     "ToolOutputBudgetConfig",
-    "TracingConfig",
+    "ToolSearchConfig",
 ]
 
 
@@ -184,61 +179,6 @@ class SubagentsConfig(BaseModel):
     custom: list[dict[str, Any]] = Field(default_factory=list)
 
 
-class GuardrailRule(_Section):
-    """One ``guardrails.deny`` / ``guardrails.require_approval`` rule; every given condition must match."""
-
-    tool: str | None = Field(default=None, min_length=1, description="Tool name or glob (bash, mcp_*); "
-                             "default: every tool.")
-    arg: str | None = Field(default=None, min_length=1, description="Dotted path into the arguments "
-                            "(command, options.path, files.0); needs pattern.")
-    pattern: str | None = Field(default=None, min_length=1, description="Regular expression searched in the "
-                                "argument at arg, else in the JSON of all arguments.")
-    reason: str | None = Field(default=None, max_length=1000, description="What the model (or the approver) "
-                               "is told.")
-    id: str | None = Field(default=None, min_length=1, max_length=200, description="Policy id in the journal.")
-
-    @field_validator("pattern")
-    @classmethod
-    def _compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"not a valid regular expression: {exc}") from None
-        return value
-
-    @model_validator(mode="after")
-    def _has_condition(self) -> GuardrailRule:
-        if self.tool is None and self.pattern is None:
-            raise ValueError("a rule needs tool and/or pattern (tool: '*' matches every tool)")
-        if self.arg is not None and self.pattern is None:
-            raise ValueError("arg needs a pattern to match the argument against")
-        return self
-
-
-class GuardrailProviderConfig(_Section):
-    """``guardrails.provider``: a custom policy class."""
-
-    use: str = Field(min_length=1, description="'package.module:Class' of a GuardrailProvider.")
-    config: dict[str, Any] = Field(default_factory=dict, description="Keyword arguments of its constructor.")
-
-
-class GuardrailsConfig(_Section):
-    """Tool-call policy: deny rules, approval rules and an optional custom provider."""
-
-    enabled: bool = True
-    fail_closed: bool = Field(default=True, description="Deny a call when the provider raises (else allow it).")
-    passport: str | None = Field(default=None, description="Agent id passed to providers (GuardrailRequest.agent_id).")
-    deny: list[GuardrailRule] = Field(default_factory=list)
-    require_approval: list[GuardrailRule] = Field(default_factory=list)
-    provider: GuardrailProviderConfig | None = None
-
-    @property
-    def active(self) -> bool:
-        """Whether any call is checked (enabled, with rules or a provider)."""
-        return self.enabled and bool(self.deny or self.require_approval or self.provider)
-
-
 class DatabaseConfig(_Section):
     """startup-only: where threads, runs and checkpoints are stored."""
 
@@ -301,20 +241,21 @@ class ToolOutputBudgetConfig(_Section):
     max_chars: int = Field(default=20_000, gt=0)
 
 
-class OtelConfig(_Section):
-    """startup-only: OpenTelemetry spans for runs, model calls and tool calls."""
+class ToolSearchConfig(_Section):
+    """Deferred tool loading: MCP tools are listed by name and bound once ``tool_search`` finds them."""
 
-    enabled: bool = Field(default=False, description="Install a tracer provider exporting over OTLP/HTTP when "
-                          "the process has none (a provider you set up yourself is used without this).")
-    endpoint: str | None = Field(default=None, min_length=1, description="OTLP/HTTP traces URL; default: the "
-                                 "OTEL_EXPORTER_OTLP_* environment (http://localhost:4318/v1/traces).")
-    service_name: str = Field(default="deerflow-nb", min_length=1)
+    enabled: bool = Field(default=False, description="Defer MCP tool schemas behind the tool_search tool.")
+    auto_promote_top_k: int = Field(
+        default=3, description="Deferred tools with routing.mode prefer whose keywords match the user's message, "
+        "bound before the model call (at most; clamped to 1..5).")
+    max_search_results: int = Field(default=5, ge=1, le=20, description="Tool schemas one tool_search returns.")
+    max_prompt_names: int = Field(default=50, ge=1, le=500, description="Deferred tool names listed in the "
+                                  "system prompt; the rest stay searchable.")
 
-
-class TracingConfig(_Section):
-    """Tracing (LangSmith and Langfuse are switched on by their environment variables)."""
-
-    otel: OtelConfig = Field(default_factory=OtelConfig)
+    @field_validator("auto_promote_top_k")
+    @classmethod
+    def _clamp_top_k(cls, value: int) -> int:
+        return min(max(value, 1), 5)
 
 
 class AppConfig(BaseModel):
@@ -335,7 +276,6 @@ class AppConfig(BaseModel):
     summarization: SummarizationConfig = Field(default_factory=SummarizationConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     subagents: SubagentsConfig = Field(default_factory=SubagentsConfig)
-    guardrails: GuardrailsConfig = Field(default_factory=GuardrailsConfig)
     database: DatabaseConfig = Field(default_factory=DatabaseConfig)
     checkpointer: dict[str, Any] | None = Field(default=None, description="startup-only: deprecated.")
     checkpoint_channel_mode: Literal["full", "delta"] = Field(
@@ -353,7 +293,7 @@ class AppConfig(BaseModel):
     loop_detection: LoopDetectionConfig = Field(default_factory=LoopDetectionConfig)
     read_before_write: ReadBeforeWriteConfig = Field(default_factory=ReadBeforeWriteConfig)
     tool_output_budget: ToolOutputBudgetConfig = Field(default_factory=ToolOutputBudgetConfig)
-    tracing: TracingConfig = Field(default_factory=TracingConfig)
+    tool_search: ToolSearchConfig = Field(default_factory=ToolSearchConfig)
 
     @field_validator("models")
     @classmethod
