@@ -21,24 +21,32 @@ from deerflow_nb.memory.schemas import (
     MemoryImportRequest,
     SummaryUpdateRequest,
 )
+from deerflow_nb.runtime.conversation import (
+    BranchCheckoutRequest,
+    EditRegenerateRequest,
+    ForkRequest,
+    RegenerateRequest,
+)
 from deerflow_nb.runtime.goal import GoalSetRequest
 from deerflow_nb.runtime.stream_modes import PUBLIC_STREAM_MODES
 
 __all__ = [
     "AssistantSearchRequest",
+    "BranchCheckoutRequest",
     "CheckpointRef",
+    "EditRegenerateRequest",
     "FactCreateRequest",
     "FactDeleteRequest",
     "FactUpdateRequest",
     "FeedbackRequest",
+    "ForkRequest",
     "GoalSetRequest",
     "MemoryImportRequest",
+    "RegenerateRequest",
     "SummaryUpdateRequest",
     "HistoryRequest",
     "RunCreateRequest",
     "SkillUpdateRequest",
-    "ThreadCompactRequest",
-    "ThreadCompactResponse",
     "ThreadCreateRequest",
     "ThreadPatchRequest",
     "ThreadSearchRequest",
@@ -304,20 +312,3 @@ class FeedbackRequest(_Body):
 
     rating: Literal[-1, 1]
     comment: str | None = Field(default=None, max_length=10_000)
-
-
-class ThreadCompactRequest(_Body):
-    """Body of ``POST /threads/{id}/compact`` (``thread.compact``); may be empty."""
-
-    keep_messages: int | None = Field(default=None, ge=1, le=10_000,
-                                      description="recent messages kept (default: summarization.keep_messages)")
-
-
-class ThreadCompactResponse(BaseModel):
-    """Answer of ``POST /threads/{id}/compact``."""
-
-    compacted: bool = Field(description="false when nothing was old enough to summarize")
-    removed: int
-    kept: int
-    summary_text: str | None
-    checkpoint_id: str | None

@@ -75,9 +75,6 @@ class Backend(Protocol):
     async def rename_thread(self, thread_id: str, title: str) -> None:
         """Set the thread's title (refused while a run is going)."""
 
-    async def compact_thread(self, thread_id: str, keep_messages: int | None) -> dict[str, Any]:
-        """Summarize older messages into ``summary_text`` (``POST /threads/{id}/compact``; 409 while running)."""
-
     async def active_run(self, thread_id: str) -> str | None:
         """The id of the thread's run that is still pending or running, or ``None``."""
 
@@ -104,10 +101,26 @@ class Backend(Protocol):
     async def clear_goal(self, thread_id: str) -> dict[str, Any]:
         """Clear the thread's goal; ``{"goal": None}`` (``DELETE /threads/{id}/goal``)."""
 
+    # -- conversation control -----------------------------------------------------------
+    async def prepare_regenerate(self, thread_id: str, run_id: str | None) -> dict[str, Any]:
+        """What rerunning a turn needs (``POST /threads/{id}/runs/regenerate/prepare``)."""
+
+    async def prepare_edit(self, thread_id: str, message_id: str, content: str) -> dict[str, Any]:
+        """What replacing a human message and rerunning needs (``.../runs/edit-regenerate/prepare``)."""
+
+    async def branches(self, thread_id: str) -> dict[str, Any]:
+        """``{"branches", "current", "forks"}`` (``GET /threads/{id}/branches``)."""
+
+    async def checkout(self, thread_id: str, branch_id: str) -> dict[str, Any]:
+        """Switch to a branch; the new ``branches`` answer (``POST /threads/{id}/branches/checkout``)."""
+
+    async def fork(self, thread_id: str, checkpoint_id: str) -> dict[str, Any]:
+        """A new thread from a checkpoint (``POST /threads/{id}/fork``)."""
+
     # -- runs ----------------------------------------------------------------------------
     async def start_run(self, thread_id: str, message: str | HumanMessage, options: Mapping[str, Any],
                         secrets: Mapping[str, str] | None, *, stream_tokens: bool,
-                        checkpoint_id: str | None = None) -> str:
+                        checkpoint_id: str | None = None, metadata: Mapping[str, Any] | None = None) -> str:
         """Admit and start a background run (from ``checkpoint_id``: a new branch); its run id."""
 
     def run_batches(self, thread_id: str, run_id: str, start: int) -> AsyncIterator[list[StreamEvent]]:

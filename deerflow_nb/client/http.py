@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
@@ -33,8 +32,6 @@ if TYPE_CHECKING:
     from deerflow_nb.usage import Since
 
 __all__ = ["HttpBackend", "raise_for", "stream_event_from_wire"]
-
-_log = logging.getLogger(__name__)
 
 #: What DeerFlow's client asks a stream for: LangGraph's modes plus DeerFlow's opt-in ``end`` and ``progress``.
 CLIENT_STREAM_MODES = ["values", "messages-tuple", "updates", "custom", "end", "progress"]
@@ -223,11 +220,6 @@ class HttpBackend:
             raise UsageError("a thread title must not be empty")
         await self._call(self.sdk.threads.update(thread_id, metadata={"title": str(title)}))
 
-    async def compact_thread(self, thread_id: str, keep_messages: int | None) -> dict[str, Any]:
-        """``POST /threads/{id}/compact``."""
-        body = {} if keep_messages is None else {"keep_messages": keep_messages}
-        return dict(await self.request("POST", f"/threads/{thread_id}/compact", body))
-
     async def active_run(self, thread_id: str) -> str | None:
         """``GET /threads/{id}/runs?limit=1``: the newest run, if it is still going (one active run a thread)."""
         runs = await self._call(self.sdk.runs.list(thread_id, limit=1))
@@ -281,10 +273,33 @@ class HttpBackend:
         """``DELETE /threads/{id}/goal``."""
         return dict(await self.request("DELETE", f"/threads/{thread_id}/goal"))
 
+    # -- conversation control -----------------------------------------------------------
+    async def prepare_regenerate(self, thread_id: str, run_id: str | None) -> dict[str, Any]:
+        """``POST /threads/{id}/runs/regenerate/prepare``."""
+        body = {"run_id": run_id} if run_id is not None else {}
+        return dict(await self.request("POST", f"/threads/{thread_id}/runs/regenerate/prepare", body))
+
+    async def prepare_edit(self, thread_id: str, message_id: str, content: str) -> dict[str, Any]:
+        """``POST /threads/{id}/runs/edit-regenerate/prepare``."""
+        return dict(await self.request("POST", f"/threads/{thread_id}/runs/edit-regenerate/prepare",
+                                       {"message_id": message_id, "content": content}))
+
+    async def branches(self, thread_id: str) -> dict[str, Any]:
+        """``GET /threads/{id}/branches``."""
+        return dict(await self.request("GET", f"/threads/{thread_id}/branches"))
+
+    async def checkout(self, thread_id: str, branch_id: str) -> dict[str, Any]:
+        """``POST /threads/{id}/branches/checkout``."""
+        return dict(await self.request("POST", f"/threads/{thread_id}/branches/checkout", {"branch_id": branch_id}))
+
+    async def fork(self, thread_id: str, checkpoint_id: str) -> dict[str, Any]:
+        """``POST /threads/{id}/fork``."""
+        return dict(await self.request("POST", f"/threads/{thread_id}/fork", {"checkpoint_id": checkpoint_id}))
+
     # -- runs ----------------------------------------------------------------------------
     async def start_run(self, thread_id: str, message: str | HumanMessage, options: Mapping[str, Any],
                         secrets: Mapping[str, str] | None, *, stream_tokens: bool,
-                        checkpoint_id: str | None = None) -> str:
+                        checkpoint_id: str | None = None, metadata: Mapping[str, Any] | None = None) -> str:
         """``POST /threads/{id}/runs`` (secrets, a DeerFlow field, go in the body over ``httpx``)."""
         unknown = set(options) - _RUN_OPTIONS
         if unknown:
@@ -300,38 +315,23 @@ class HttpBackend:
                 body["config"] = config
             if checkpoint_id is not None:
                 body["checkpoint_id"] = checkpoint_id
+            if metadata is not None:
+                body["metadata"] = dict(metadata)
             return str((await self.request("POST", f"/threads/{thread_id}/runs", body))["run_id"])
         run = await self._call(self.sdk.runs.create(thread_id, "lead_agent", input=payload, context=context,
-                                                    config=config, stream_mode=modes, checkpoint_id=checkpoint_id))
+                                                    config=config, stream_mode=modes, checkpoint_id=checkpoint_id,
+                                                    metadata=dict(metadata) if metadata is not None else None))
         return str(run["run_id"])
 
     async def run_batches(self, thread_id: str, run_id: str, start: int) -> AsyncIterator[list[StreamEvent]]:
-        """``GET /threads/{id}/runs/{run_id}/stream`` from the beginning; the first ``start`` events skipped.
-
-        A ``gap`` frame (events the server no longer has) is logged as a warning: the events
-        in it are lost to this stream, though the run's outcome is not (see :meth:`wait_run`).
-        """
-        async for batch in self._replay(thread_id, run_id, start, None):
-            yield batch
-
-    async def _replay(self, thread_id: str, run_id: str, start: int,
-                      gaps: list[dict[str, Any]] | None) -> AsyncIterator[list[StreamEvent]]:
+        """``GET /threads/{id}/runs/{run_id}/stream`` from the beginning; the first ``start`` events skipped."""
         seen = 0  # Last-Event-ID -1: replay from the start (a join without it streams only what comes next)
         stream = self.sdk.runs.join_stream(thread_id, run_id, stream_mode=CLIENT_STREAM_MODES, last_event_id="-1")
         try:
             async for part in stream:
-                if part.event == "gap":
-                    gap = dict(part.data) if isinstance(part.data, dict) else {}
-                    if gaps is not None:
-                        gaps.append(gap)
-                    else:
-                        _log.warning("run %s: the server no longer has some of its events (after id %s, "
-                                     "resumed at %s); the stream skips them", run_id,
-                                     gap.get("last_event_id"), gap.get("resumed_at"))
-                    continue
                 event = stream_event_from_wire(part.event, part.data)
                 if event is None:
-                    continue  # metadata, heartbeats
+                    continue  # metadata, gap, heartbeats
                 seen += 1
                 if seen > start:
                     yield [event]
@@ -345,8 +345,7 @@ class HttpBackend:
         texts: dict[str, str] = {}
         end: dict[str, Any] | None = None
         error: dict[str, Any] | None = None
-        gaps: list[dict[str, Any]] = []
-        async for batch in self._replay(thread_id, run_id, 0, gaps):
+        async for batch in self.run_batches(thread_id, run_id, 0):
             for event in batch:
                 data = event.data
                 if event.type == "messages-tuple" and data.get("type") == "ai" and data.get("content"):
@@ -363,7 +362,7 @@ class HttpBackend:
         if error is not None and status == "success":
             status = "error"
         text = next(reversed(texts.values()), "")
-        if status == "success" and (gaps or not texts):  # deltas missing (finished long ago, or a gap): use the state
+        if status == "success" and not texts:  # a run finished long ago: its answer is in the state
             text = final_text_of(list((await self.get_state(thread_id)).get("messages", [])))
         return RunOutcome(run_id, status, text, end.get("stop_reason"), error or end.get("error"), end)
 

@@ -75,10 +75,6 @@ class LocalBackend:
         """Set the title in the thread's row and state."""
         await self.runtime.rename_thread(thread_id, title, self.user_id)
 
-    async def compact_thread(self, thread_id: str, keep_messages: int | None) -> dict[str, Any]:
-        """Summarize the thread's older messages (the runtime's compaction)."""
-        return await self.runtime.compact_thread(thread_id, self.user_id, keep_messages=keep_messages)
-
     async def active_run(self, thread_id: str) -> str | None:
         """The run this runtime is executing on the thread, if any."""
         store = await self.runtime.store()
@@ -117,14 +113,38 @@ class LocalBackend:
         """Clear the thread's goal."""
         return await self.runtime.goals.clear(thread_id, self.user_id)
 
+    # -- conversation control -----------------------------------------------------------
+    async def prepare_regenerate(self, thread_id: str, run_id: str | None) -> dict[str, Any]:
+        """The runtime's rerun preparation."""
+        body = {"run_id": run_id} if run_id is not None else {}
+        return await self.runtime.conversations.prepare_regenerate(thread_id, self.user_id, body)
+
+    async def prepare_edit(self, thread_id: str, message_id: str, content: str) -> dict[str, Any]:
+        """The runtime's edit preparation."""
+        return await self.runtime.conversations.prepare_edit(thread_id, self.user_id,
+                                                             {"message_id": message_id, "content": content})
+
+    async def branches(self, thread_id: str) -> dict[str, Any]:
+        """The thread's branches."""
+        return await self.runtime.conversations.branches(thread_id, self.user_id)
+
+    async def checkout(self, thread_id: str, branch_id: str) -> dict[str, Any]:
+        """Switch branches."""
+        return await self.runtime.conversations.checkout(thread_id, self.user_id, {"branch_id": branch_id})
+
+    async def fork(self, thread_id: str, checkpoint_id: str) -> dict[str, Any]:
+        """A new thread from a checkpoint."""
+        return await self.runtime.conversations.fork(thread_id, self.user_id, {"checkpoint_id": checkpoint_id})
+
     # -- runs ----------------------------------------------------------------------------
     async def start_run(self, thread_id: str, message: str | HumanMessage, options: Mapping[str, Any],
                         secrets: Mapping[str, str] | None, *, stream_tokens: bool,
-                        checkpoint_id: str | None = None) -> str:
+                        checkpoint_id: str | None = None, metadata: Mapping[str, Any] | None = None) -> str:
         """Start the run on the runtime's worker."""
         record = await self.runtime.start_run(thread_id, message, self.runtime.defaults.merged(**options),
                                               dict(secrets or {}), stream_tokens=stream_tokens,
-                                              user_id=self.user_id, checkpoint_id=checkpoint_id)
+                                              user_id=self.user_id, checkpoint_id=checkpoint_id,
+                                              metadata=dict(metadata) if metadata is not None else None)
         self._records[record.run_id] = record
         while len(self._records) > _KEEP_RECORDS:
             self._records.popitem(last=False)

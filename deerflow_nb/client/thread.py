@@ -280,21 +280,6 @@ class Thread:
         """Async twin of :meth:`rename`."""
         await self._loop.arun(self._backend.rename_thread(self.id, title))
 
-    def compact(self, keep_messages: int | None = None) -> dict[str, Any]:
-        """Summarize the older messages into the thread's ``summary_text`` now and keep the recent ones.
-
-        What automatic summarization does when the context grows long, on demand: the
-        summarization model writes the summary (the model sees it before the kept messages
-        from then on); ``keep_messages`` defaults to ``summarization.keep_messages``. Returns
-        ``{"compacted", "removed", "kept", "summary_text", "checkpoint_id"}``; refused with
-        :class:`~deerflow_nb.errors.ThreadBusyError` while a run is going.
-        """
-        return self._loop.run(self._backend.compact_thread(self.id, keep_messages), method="Thread.compact")
-
-    async def acompact(self, keep_messages: int | None = None) -> dict[str, Any]:
-        """Async twin of :meth:`compact`."""
-        return await self._loop.arun(self._backend.compact_thread(self.id, keep_messages))
-
     async def _ahistory(self, limit: int | None) -> list[dict[str, Any]]:
         from deerflow_nb.client.history import readable_checkpoint
 
@@ -359,6 +344,140 @@ class Thread:
     async def aclear_goal(self) -> None:
         """Async twin of :meth:`clear_goal`."""
         await self._loop.arun(self._backend.clear_goal(self.id))
+
+    # -- conversation control: regenerate, edit, branches, fork --------------------------
+    async def _astart_replay(self, prepared: Mapping[str, Any], options: Mapping[str, Any],
+                             secrets: Mapping[str, str] | None, *, stream_tokens: bool = True) -> Run:
+        """Start the run a ``prepare_*`` answer describes (its message, from its checkpoint, with its metadata)."""
+        payload = dict(prepared["input"]["messages"][0])
+        message = HumanMessage(content=payload["content"], additional_kwargs=dict(payload.get("additional_kwargs")
+                                                                                  or {}))
+        run_id = await self._backend.start_run(self.id, message, options, secrets, stream_tokens=stream_tokens,
+                                               checkpoint_id=str(prepared["checkpoint_id"]),
+                                               metadata=dict(prepared["metadata"]))
+        return Run(self._backend, self.id, run_id)
+
+    async def _astart_regenerate(self, run_id: str | None, options: Mapping[str, Any],
+                                 secrets: Mapping[str, str] | None, *, stream_tokens: bool = True) -> Run:
+        if run_id is not None and (not isinstance(run_id, str) or not run_id):
+            raise UsageError(f"run_id: must be a non-empty string, got {run_id!r}")
+        prepared = await self._backend.prepare_regenerate(self.id, run_id)
+        return await self._astart_replay(prepared, options, secrets, stream_tokens=stream_tokens)
+
+    async def _astart_edit(self, message_id: str, text: str, options: Mapping[str, Any],
+                           secrets: Mapping[str, str] | None, *, stream_tokens: bool = True) -> Run:
+        if not isinstance(message_id, str) or not message_id:
+            raise UsageError(f"message_id: must be a non-empty string, got {message_id!r}")
+        if not isinstance(text, str) or not text.strip():
+            raise UsageError("content: the new message text must be a non-empty string")
+        prepared = await self._backend.prepare_edit(self.id, message_id, text)
+        return await self._astart_replay(prepared, options, secrets, stream_tokens=stream_tokens)
+
+    async def _aresult(self, run: Run) -> str:
+        text = await run.await_result()
+        if run.pending_input is not None:
+            raise HumanInputRequired(run.pending_input, thread_id=self.id)
+        return text
+
+    async def _aregenerate(self, run_id: str | None, options: Mapping[str, Any],
+                           secrets: Mapping[str, str] | None) -> str:
+        return await self._aresult(await self._astart_regenerate(run_id, options, secrets, stream_tokens=False))
+
+    def regenerate(self, run_id: str | None = None, *, secrets: Mapping[str, str] | None = None,
+                   **options: Any) -> str:
+        """Rerun the latest turn (or the run ``run_id``'s) of the current branch; returns the new answer.
+
+        The turn's message is sent again from the checkpoint its run started from, so the
+        new answer replaces the old one in :attr:`messages` and everything after it; the old
+        continuation stays as a branch (:meth:`branches`, :meth:`checkout`). The run carries
+        ``metadata={"replay_kind": "regenerate", "regenerate_from_run_id": ...}``. Run options as
+        in :meth:`chat`. A run not on the current branch raises :class:`~deerflow_nb.errors.NotFoundError`;
+        refused with :class:`~deerflow_nb.errors.ThreadBusyError` while a run is going.
+        """
+        return self._loop.run(self._aregenerate(run_id, options, secrets), method="Thread.regenerate")
+
+    async def aregenerate(self, run_id: str | None = None, *, secrets: Mapping[str, str] | None = None,
+                          **options: Any) -> str:
+        """Async twin of :meth:`regenerate`."""
+        return await self._loop.arun(self._aregenerate(run_id, options, secrets))
+
+    async def _aedit(self, message_id: str, text: str, options: Mapping[str, Any],
+                     secrets: Mapping[str, str] | None) -> str:
+        return await self._aresult(await self._astart_edit(message_id, text, options, secrets, stream_tokens=False))
+
+    def edit(self, message_id: str, text: str, *, secrets: Mapping[str, str] | None = None, **options: Any) -> str:
+        """Replace the human message ``message_id`` with ``text`` and rerun from there; returns the new answer.
+
+        The message must be one you sent (a run's input) on the current branch; everything
+        after it is replaced, and the old continuation stays as a branch, as with
+        :meth:`regenerate` (``replay_kind: "edit"``). An unknown message raises
+        :class:`~deerflow_nb.errors.NotFoundError`, another kind of message :class:`~deerflow_nb.errors.UsageError`.
+        """
+        return self._loop.run(self._aedit(message_id, text, options, secrets), method="Thread.edit")
+
+    async def aedit(self, message_id: str, text: str, *, secrets: Mapping[str, str] | None = None,
+                    **options: Any) -> str:
+        """Async twin of :meth:`edit`."""
+        return await self._loop.arun(self._aedit(message_id, text, options, secrets))
+
+    def branches(self) -> list[dict[str, Any]]:
+        """The thread's branches, oldest first; the checked-out one has ``current: True``.
+
+        Each: ``branch_id`` (its first checkpoint), ``checkpoint_id`` (its tip), ``fork_checkpoint_id``
+        (where it leaves its parent branch; ``None`` for the first), ``kind`` (``original``,
+        ``regenerate``, ``edit``, ``run`` for a run from a checkpoint, ``update`` for a state
+        update at one), ``run_id`` (the run that started it), ``created_at``, ``updated_at``,
+        ``messages`` (how many at its tip), ``last_message_type`` and ``last_message`` (a preview).
+        """
+        return list(self._loop.run(self._backend.branches(self.id), method="Thread.branches")["branches"])
+
+    async def abranches(self) -> list[dict[str, Any]]:
+        """Async twin of :meth:`branches`."""
+        return list((await self._loop.arun(self._backend.branches(self.id)))["branches"])
+
+    def branch_info(self) -> dict[str, Any]:
+        """``{"branches", "current", "forks"}``: :meth:`branches`, the current branch id, and the forks along it.
+
+        Each fork (a checkpoint of the current branch where branches part) has ``message_index``
+        and ``message_id`` (the first message that differs, on the current branch), ``branches``
+        (the alternatives' ids, oldest first) and ``current`` (the checked-out one's index): what
+        the chat widget's "2 / 3" switcher shows.
+        """
+        return dict(self._loop.run(self._backend.branches(self.id), method="Thread.branch_info"))
+
+    async def abranch_info(self) -> dict[str, Any]:
+        """Async twin of :meth:`branch_info`."""
+        return dict(await self._loop.arun(self._backend.branches(self.id)))
+
+    def checkout(self, branch_id: str) -> list[dict[str, Any]]:
+        """Switch to the branch ``branch_id`` (one of :meth:`branches`'); returns the branches.
+
+        The branch's tip becomes the thread's head, so :attr:`messages`, :attr:`state` and the
+        next run (from any client) continue it. The switch is stored as a checkpoint (a copy of
+        the tip), so it holds across restarts. Refused with :class:`~deerflow_nb.errors.ThreadBusyError`
+        while a run is going; an unknown branch raises :class:`~deerflow_nb.errors.NotFoundError`.
+        """
+        return list(self._loop.run(self._backend.checkout(self.id, branch_id), method="Thread.checkout")["branches"])
+
+    async def acheckout(self, branch_id: str) -> list[dict[str, Any]]:
+        """Async twin of :meth:`checkout`."""
+        return list((await self._loop.arun(self._backend.checkout(self.id, branch_id)))["branches"])
+
+    async def _afork(self, checkpoint_id: str) -> Thread:
+        forked = await self._backend.fork(self.id, checkpoint_id)
+        return Thread(self.client, str(forked["thread_id"]))
+
+    def fork(self, checkpoint_id: str) -> Thread:
+        """A new thread whose state is this thread's at ``checkpoint_id`` (one of :meth:`history`'s).
+
+        Forking the newest checkpoint also copies the thread's files (workspace, outputs,
+        uploads); an older one does not (they may hold later work). This thread is unchanged.
+        """
+        return self._loop.run(self._afork(checkpoint_id), method="Thread.fork")
+
+    async def afork(self, checkpoint_id: str) -> Thread:
+        """Async twin of :meth:`fork`."""
+        return await self._loop.arun(self._afork(checkpoint_id))
 
     def run_events(self, run_id: str | None = None, *, event_type: str | None = None) -> list[dict[str, Any]]:
         """Journal entries of a run (embedded: also of the whole thread), oldest first."""

@@ -32,6 +32,7 @@ from deerflow_nb.config import AppConfig, Paths, get_app_config, load_config, re
 from deerflow_nb.context import RunContext
 from deerflow_nb.errors import NotFoundError, ThreadBusyError, UsageError
 from deerflow_nb.persistence import Store, open_store, resolve_database
+from deerflow_nb.runtime.conversation import replay_metadata
 from deerflow_nb.runtime.events import StreamEvent
 from deerflow_nb.runtime.goal import GoalLoop
 from deerflow_nb.runtime.loop import BackgroundLoop
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
 
     from deerflow_nb.mcp import McpManager
     from deerflow_nb.memory.service import MemoryService
+    from deerflow_nb.runtime.conversation import Conversations
     from deerflow_nb.runtime.gateway import Gateway
     from deerflow_nb.runtime.goal import Goals
     from deerflow_nb.skills.manager import SkillManager
@@ -242,6 +244,13 @@ class Runtime:
         from deerflow_nb.runtime.goal import Goals
 
         return Goals(self)
+
+    @cached_property
+    def conversations(self) -> Conversations:
+        """Reruns, branches and forks: prepare_regenerate, prepare_edit, branches, checkout, fork."""
+        from deerflow_nb.runtime.conversation import Conversations
+
+        return Conversations(self)
 
     def _make_plugins(self) -> list[AgentPlugin]:
         from deerflow_nb.mcp import McpPlugin
@@ -504,7 +513,10 @@ class Runtime:
             "subagent_enabled": options.subagent_enabled, "non_interactive": bool(options.non_interactive)}
         if checkpoint_id is not None:  # LangGraph forks there: the run's checkpoints are a new branch
             configurable.update(checkpoint_ns="", checkpoint_id=checkpoint_id)
-        config = {"configurable": configurable, "recursion_limit": options.recursion_limit}
+        config: dict[str, Any] = {"configurable": configurable, "recursion_limit": options.recursion_limit}
+        replay = replay_metadata(metadata)
+        if replay:  # a regenerate / edit rerun: its checkpoints say so (thread.branches() reads it)
+            config["metadata"] = replay
         rollback_point: list[dict[str, Any] | None] = []
 
         # a thread created (with a generated id) since its last run has no checkpoint to return to
@@ -762,57 +774,6 @@ class Runtime:
         if flush is not None:
             await flush()
         await store.touch(thread_id, title=title)
-
-    async def compact_thread(self, thread_id: str, user_id: str | None = None, *,
-                             keep_messages: int | None = None) -> dict[str, Any]:
-        """Summarize the thread's older messages into ``summary_text`` and keep the recent ones.
-
-        The summary comes from the summarization model (``summarization.model_name``, else the
-        runtime's model), as automatic summarization would write it; the kept window is
-        ``keep_messages`` (default ``summarization.keep_messages``), never splitting a tool
-        result from its call. Refused with :class:`ThreadBusyError` while a run is going.
-        Returns ``{"compacted", "removed", "kept", "summary_text", "checkpoint_id"}``
-        (``compacted`` is false when there is nothing old enough to summarize).
-        """
-        from langchain_core.messages import RemoveMessage
-
-        from deerflow_nb.agent.middlewares.summarization import split_for_summary, summarize
-
-        user_id = user_id or self.user_id
-        if keep_messages is not None and (isinstance(keep_messages, bool) or not isinstance(keep_messages, int)
-                                          or keep_messages < 1):
-            raise UsageError(f"keep_messages must be a positive integer, got {keep_messages!r}")
-        store = await self.store()
-        await store.get_thread(thread_id, user_id)
-        busy = ThreadBusyError(f"thread {thread_id!r} has a run in progress; compact it when the run ends")
-        if self.runs.active_run(thread_id) is not None:
-            raise busy
-        values = await self.get_state(thread_id, user_id)
-        messages = list(values.get("messages", []))
-        previous = values.get("summary_text")
-        config = self.config.summarization
-        old, kept = split_for_summary(messages, keep_messages or config.keep_messages)
-        if not old:
-            return {"compacted": False, "removed": 0, "kept": len(messages), "summary_text": previous,
-                    "checkpoint_id": None}
-        if config.model_name:
-            from deerflow_nb.models import create_chat_model
-
-            model = create_chat_model(config.model_name, config=self.config)
-        else:
-            model = self.resolve_model(self.defaults)[0]
-        text = await summarize(model, previous, old)
-        if self.runs.active_run(thread_id) is not None:  # a run started while the model summarized
-            raise busy
-        update = {"summary_text": text, "messages": [RemoveMessage(id=m.id) for m in old if m.id]}
-        written = await marker_graph(store.checkpointer).aupdate_state(
-            {"configurable": {"thread_id": thread_id}}, update, as_node="model")
-        flush = getattr(store.checkpointer, "aflush", None)
-        if flush is not None:
-            await flush()
-        await store.touch(thread_id)
-        return {"compacted": True, "removed": len(old), "kept": len(kept), "summary_text": text,
-                "checkpoint_id": written["configurable"]["checkpoint_id"]}
 
     async def delete_run(self, run_id: str, user_id: str | None = None) -> None:
         """Delete a finished run and its journal (``NotFoundError`` for another user's or a missing run)."""

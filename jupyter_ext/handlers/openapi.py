@@ -27,6 +27,7 @@ from deerflow_nb.mcp.schemas import (
     McpToolsResponse,
 )
 from deerflow_nb.memory import schemas as memory
+from deerflow_nb.runtime import conversation
 from deerflow_nb.runtime.stream_modes import PUBLIC_STREAM_MODES
 from deerflow_nb.subagents.schemas import SubagentsResponse
 from jupyter_ext import schemas
@@ -44,13 +45,16 @@ BODIES: dict[tuple[str, str], type[BaseModel]] = {
     ("ThreadHistoryHandler", "post"): schemas.HistoryRequest,
     ("ThreadStateHandler", "post"): schemas.ThreadStateUpdateRequest,
     ("ThreadStateCheckpointHandler", "post"): schemas.ThreadStateCheckpointRequest,
-    ("ThreadCompactHandler", "post"): schemas.ThreadCompactRequest,
     ("ThreadRunsHandler", "post"): schemas.RunCreateRequest,
     ("ThreadRunStreamHandler", "post"): schemas.RunCreateRequest,
     ("ThreadRunWaitHandler", "post"): schemas.RunCreateRequest,
     ("StatelessRunHandler", "post"): schemas.RunCreateRequest,
     ("FeedbackHandler", "post"): schemas.FeedbackRequest,
     ("GoalHandler", "put"): schemas.GoalSetRequest,
+    ("RegeneratePrepareHandler", "post"): schemas.RegenerateRequest,
+    ("EditRegeneratePrepareHandler", "post"): schemas.EditRegenerateRequest,
+    ("BranchCheckoutHandler", "post"): schemas.BranchCheckoutRequest,
+    ("ForkHandler", "post"): schemas.ForkRequest,
     ("MemoryImportHandler", "post"): schemas.MemoryImportRequest,
     ("MemoryFactsHandler", "post"): schemas.FactCreateRequest,
     ("MemoryFactHandler", "patch"): schemas.FactUpdateRequest,
@@ -122,7 +126,7 @@ RESPONSES: dict[tuple[str, ...], Any] = {
     ("ThreadHandler", "get"): _THREAD, ("ThreadHandler", "patch"): _THREAD, ("ThreadHandler", "delete"): None,
     ("ThreadStateHandler", "get"): _STATE, ("ThreadHistoryHandler", "post"): {"type": "array", "items": _STATE},
     ("ThreadStateHandler", "post"): _STATE_UPDATE, ("ThreadStateAtHandler", "get"): _STATE,
-    ("ThreadStateCheckpointHandler", "post"): _STATE, ("ThreadCompactHandler", "post"): schemas.ThreadCompactResponse,
+    ("ThreadStateCheckpointHandler", "post"): _STATE,
     ("ThreadHistoryHandler", "get"): {"type": "array", "items": _STATE},
     ("ThreadRunsHandler", "post"): _RUN, ("ThreadRunsHandler", "get"): {"type": "array", "items": _RUN},
     ("ThreadRunStreamHandler", "post"): _SSE, ("ThreadRunWaitHandler", "post"): _OBJ,
@@ -132,6 +136,11 @@ RESPONSES: dict[tuple[str, ...], Any] = {
     ("RunCancelHandler", "post"): _OBJ, ("UploadsHandler", "get"): _OBJ,
     ("ArtifactHandler", "get"): "application/octet-stream", ("FeedbackHandler", "get"): _LIST,
     ("GoalHandler", "get"): _GOAL, ("GoalHandler", "put"): _GOAL, ("GoalHandler", "delete"): _GOAL,
+    ("RegeneratePrepareHandler", "post"): conversation.PreparedReplay,
+    ("EditRegeneratePrepareHandler", "post"): conversation.PreparedReplay,
+    ("BranchesHandler", "get"): conversation.BranchesResponse,
+    ("BranchCheckoutHandler", "post"): conversation.BranchesResponse,
+    ("ForkHandler", "post"): conversation.ForkResponse,
     # a pydantic model: its schema, under components; a path as third item: that path only
     ("MemoryHandler", "get", "/memory"): memory.MemoryResponse,
     ("MemoryHandler", "get", "/memory/config"): memory.MemoryConfigResponse,
