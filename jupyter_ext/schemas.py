@@ -47,6 +47,8 @@ __all__ = [
     "HistoryRequest",
     "RunCreateRequest",
     "SkillUpdateRequest",
+    "ThreadCompactRequest",
+    "ThreadCompactResponse",
     "ThreadCreateRequest",
     "ThreadPatchRequest",
     "ThreadSearchRequest",
@@ -312,3 +314,20 @@ class FeedbackRequest(_Body):
 
     rating: Literal[-1, 1]
     comment: str | None = Field(default=None, max_length=10_000)
+
+
+class ThreadCompactRequest(_Body):
+    """Body of ``POST /threads/{id}/compact`` (``thread.compact``); may be empty."""
+
+    keep_messages: int | None = Field(default=None, ge=1, le=10_000,
+                                      description="recent messages kept (default: summarization.keep_messages)")
+
+
+class ThreadCompactResponse(BaseModel):
+    """Answer of ``POST /threads/{id}/compact``."""
+
+    compacted: bool = Field(description="false when nothing was old enough to summarize")
+    removed: int
+    kept: int
+    summary_text: str | None
+    checkpoint_id: str | None

@@ -15,6 +15,7 @@ from deerflow_nb.agent.reducers import (
     merge_delegations,
     merge_goal,
     merge_message_writes,
+    merge_promoted,
     merge_skill_context,
     merge_viewed_images,
 )
@@ -43,6 +44,8 @@ class ThreadState(AgentState[Any]):
     - ``summary_text`` — summary of compacted history (last value wins).
     - ``goal`` — the active goal of goal mode (see :mod:`deerflow_nb.runtime.goal`; kept across
       ordinary updates, replaced or cleared only by the goal writer).
+    - ``promoted`` — deferred MCP tools that ``tool_search`` or routing made callable
+      (``{"catalog_hash", "names"}``; see :mod:`deerflow_nb.tools.tool_search`).
     """
 
     sandbox: NotRequired[dict[str, Any] | None]
@@ -56,6 +59,7 @@ class ThreadState(AgentState[Any]):
     skill_context: NotRequired[Annotated[list[dict[str, Any]], merge_skill_context]]
     summary_text: NotRequired[str | None]
     goal: NotRequired[Annotated[dict[str, Any] | None, merge_goal]]
+    promoted: NotRequired[Annotated[dict[str, Any] | None, merge_promoted]]
 
 
 @functools.cache

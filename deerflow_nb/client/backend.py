@@ -75,6 +75,9 @@ class Backend(Protocol):
     async def rename_thread(self, thread_id: str, title: str) -> None:
         """Set the thread's title (refused while a run is going)."""
 
+    async def compact_thread(self, thread_id: str, keep_messages: int | None) -> dict[str, Any]:
+        """Summarize older messages into ``summary_text`` (``POST /threads/{id}/compact``; 409 while running)."""
+
     async def active_run(self, thread_id: str) -> str | None:
         """The id of the thread's run that is still pending or running, or ``None``."""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from deerflow_nb.usage import Since
 
 __all__ = ["HttpBackend", "raise_for", "stream_event_from_wire"]
+
+_log = logging.getLogger(__name__)
 
 #: What DeerFlow's client asks a stream for: LangGraph's modes plus DeerFlow's opt-in ``end`` and ``progress``.
 CLIENT_STREAM_MODES = ["values", "messages-tuple", "updates", "custom", "end", "progress"]
@@ -220,6 +223,11 @@ class HttpBackend:
             raise UsageError("a thread title must not be empty")
         await self._call(self.sdk.threads.update(thread_id, metadata={"title": str(title)}))
 
+    async def compact_thread(self, thread_id: str, keep_messages: int | None) -> dict[str, Any]:
+        """``POST /threads/{id}/compact``."""
+        body = {} if keep_messages is None else {"keep_messages": keep_messages}
+        return dict(await self.request("POST", f"/threads/{thread_id}/compact", body))
+
     async def active_run(self, thread_id: str) -> str | None:
         """``GET /threads/{id}/runs?limit=1``: the newest run, if it is still going (one active run a thread)."""
         runs = await self._call(self.sdk.runs.list(thread_id, limit=1))
@@ -324,14 +332,32 @@ class HttpBackend:
         return str(run["run_id"])
 
     async def run_batches(self, thread_id: str, run_id: str, start: int) -> AsyncIterator[list[StreamEvent]]:
-        """``GET /threads/{id}/runs/{run_id}/stream`` from the beginning; the first ``start`` events skipped."""
+        """``GET /threads/{id}/runs/{run_id}/stream`` from the beginning; the first ``start`` events skipped.
+
+        A ``gap`` frame (events the server no longer has) is logged as a warning: the events
+        in it are lost to this stream, though the run's outcome is not (see :meth:`wait_run`).
+        """
+        async for batch in self._replay(thread_id, run_id, start, None):
+            yield batch
+
+    async def _replay(self, thread_id: str, run_id: str, start: int,
+                      gaps: list[dict[str, Any]] | None) -> AsyncIterator[list[StreamEvent]]:
         seen = 0  # Last-Event-ID -1: replay from the start (a join without it streams only what comes next)
         stream = self.sdk.runs.join_stream(thread_id, run_id, stream_mode=CLIENT_STREAM_MODES, last_event_id="-1")
         try:
             async for part in stream:
+                if part.event == "gap":
+                    gap = dict(part.data) if isinstance(part.data, dict) else {}
+                    if gaps is not None:
+                        gaps.append(gap)
+                    else:
+                        _log.warning("run %s: the server no longer has some of its events (after id %s, "
+                                     "resumed at %s); the stream skips them", run_id,
+                                     gap.get("last_event_id"), gap.get("resumed_at"))
+                    continue
                 event = stream_event_from_wire(part.event, part.data)
                 if event is None:
-                    continue  # metadata, gap, heartbeats
+                    continue  # metadata, heartbeats
                 seen += 1
                 if seen > start:
                     yield [event]
@@ -345,7 +371,8 @@ class HttpBackend:
         texts: dict[str, str] = {}
         end: dict[str, Any] | None = None
         error: dict[str, Any] | None = None
-        async for batch in self.run_batches(thread_id, run_id, 0):
+        gaps: list[dict[str, Any]] = []
+        async for batch in self._replay(thread_id, run_id, 0, gaps):
             for event in batch:
                 data = event.data
                 if event.type == "messages-tuple" and data.get("type") == "ai" and data.get("content"):
@@ -362,7 +389,7 @@ class HttpBackend:
         if error is not None and status == "success":
             status = "error"
         text = next(reversed(texts.values()), "")
-        if status == "success" and not texts:  # a run finished long ago: its answer is in the state
+        if status == "success" and (gaps or not texts):  # deltas missing (finished long ago, or a gap): use the state
             text = final_text_of(list((await self.get_state(thread_id)).get("messages", [])))
         return RunOutcome(run_id, status, text, end.get("stop_reason"), error or end.get("error"), end)
 

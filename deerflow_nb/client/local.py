@@ -75,6 +75,10 @@ class LocalBackend:
         """Set the title in the thread's row and state."""
         await self.runtime.rename_thread(thread_id, title, self.user_id)
 
+    async def compact_thread(self, thread_id: str, keep_messages: int | None) -> dict[str, Any]:
+        """Summarize the thread's older messages (the runtime's compaction)."""
+        return await self.runtime.compact_thread(thread_id, self.user_id, keep_messages=keep_messages)
+
     async def active_run(self, thread_id: str) -> str | None:
         """The run this runtime is executing on the thread, if any."""
         store = await self.runtime.store()

@@ -280,6 +280,21 @@ class Thread:
         """Async twin of :meth:`rename`."""
         await self._loop.arun(self._backend.rename_thread(self.id, title))
 
+    def compact(self, keep_messages: int | None = None) -> dict[str, Any]:
+        """Summarize the older messages into the thread's ``summary_text`` now and keep the recent ones.
+
+        What automatic summarization does when the context grows long, on demand: the
+        summarization model writes the summary (the model sees it before the kept messages
+        from then on); ``keep_messages`` defaults to ``summarization.keep_messages``. Returns
+        ``{"compacted", "removed", "kept", "summary_text", "checkpoint_id"}``; refused with
+        :class:`~deerflow_nb.errors.ThreadBusyError` while a run is going.
+        """
+        return self._loop.run(self._backend.compact_thread(self.id, keep_messages), method="Thread.compact")
+
+    async def acompact(self, keep_messages: int | None = None) -> dict[str, Any]:
+        """Async twin of :meth:`compact`."""
+        return await self._loop.arun(self._backend.compact_thread(self.id, keep_messages))
+
     async def _ahistory(self, limit: int | None) -> list[dict[str, Any]]:
         from deerflow_nb.client.history import readable_checkpoint
 

@@ -9,11 +9,12 @@ file raises :class:`FileNotFoundError`.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from deerflow_nb.config.loader import format_loc, resolve_env_values
 from deerflow_nb.errors import ConfigError
@@ -22,7 +23,9 @@ from deerflow_nb.utils.files import atomic_write_text
 __all__ = [
     "EXTENSIONS_PATH_ENV",
     "ExtensionsConfig",
+    "McpRoutingConfig",
     "McpServerConfig",
+    "McpToolOverride",
     "SkillStateConfig",
     "load_extensions_config",
     "resolve_extensions_path",
@@ -30,6 +33,42 @@ __all__ = [
 ]
 
 EXTENSIONS_PATH_ENV = "DEER_FLOW_EXTENSIONS_CONFIG_PATH"
+logger = logging.getLogger(__name__)
+
+
+class McpRoutingConfig(BaseModel):
+    """Soft routing hints: when a request mentions a keyword, prefer this server's (or tool's) tools.
+
+    ``mode: prefer`` adds a ``<mcp_routing_hints>`` prompt section; with ``tool_search.enabled`` the
+    matching deferred tools are also promoted (bound) before the model call. It never disables tools.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["off", "prefer"] = "off"
+    priority: int = Field(default=0, description="Higher first among matching tools; clamped to 0..100.")
+    keywords: list[str] = Field(default_factory=list, description="Words or phrases of requests this tool fits "
+                                "(case-insensitive substring match on the user's message).")
+
+    @field_validator("priority")
+    @classmethod
+    def _clamp_priority(cls, value: int) -> int:
+        if not 0 <= value <= 100:
+            logger.warning("MCP routing priority %s clamped to 0..100", value)
+        return min(max(value, 0), 100)
+
+    @field_validator("keywords")
+    @classmethod
+    def _strip_keywords(cls, value: list[str]) -> list[str]:
+        return [keyword.strip() for keyword in value if keyword.strip()]
+
+
+class McpToolOverride(BaseModel):
+    """Per-tool settings of one server, keyed by the tool's MCP name."""
+
+    model_config = ConfigDict(extra="allow")
+
+    routing: McpRoutingConfig | None = None
 
 
 class McpServerConfig(BaseModel):
@@ -47,6 +86,16 @@ class McpServerConfig(BaseModel):
     headers: dict[str, str] = Field(default_factory=dict)
     description: str | None = None
     tool_call_timeout: float | None = None
+    routing: McpRoutingConfig | None = Field(default=None, description="Routing hints for all of its tools.")
+    tools: dict[str, McpToolOverride] | None = Field(default=None, description="Per-tool overrides by MCP name.")
+
+    def effective_routing(self, tool_name: str) -> McpRoutingConfig:
+        """The server's routing with the fields the tool's override sets on top."""
+        merged = (self.routing or McpRoutingConfig()).model_dump()
+        override = (self.tools or {}).get(tool_name)
+        if override is not None and override.routing is not None:
+            merged.update(override.routing.model_dump(exclude_unset=True))
+        return McpRoutingConfig.model_validate(merged)
 
 
 class SkillStateConfig(BaseModel):

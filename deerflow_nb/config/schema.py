@@ -30,6 +30,7 @@ __all__ = [
     "ToolConfig",
     "ToolGroupConfig",
     "ToolOutputBudgetConfig",
+    "ToolSearchConfig",
 ]
 
 
@@ -141,9 +142,9 @@ class TitleConfig(_Section):
 
 
 class SummarizationConfig(_Section):
-    """Context summarization when the conversation grows long."""
+    """Context summarization when the conversation grows long (tokens counted with the model's tokenizer)."""
 
-    enabled: bool = False
+    enabled: bool = True
     model_name: str | None = None
     trigger_tokens: int = Field(default=60_000, gt=0)
     trigger_messages: int | None = Field(default=None, gt=0)
@@ -240,6 +241,23 @@ class ToolOutputBudgetConfig(_Section):
     max_chars: int = Field(default=20_000, gt=0)
 
 
+class ToolSearchConfig(_Section):
+    """Deferred tool loading: MCP tools are listed by name and bound once ``tool_search`` finds them."""
+
+    enabled: bool = Field(default=False, description="Defer MCP tool schemas behind the tool_search tool.")
+    auto_promote_top_k: int = Field(
+        default=3, description="Deferred tools with routing.mode prefer whose keywords match the user's message, "
+        "bound before the model call (at most; clamped to 1..5).")
+    max_search_results: int = Field(default=5, ge=1, le=20, description="Tool schemas one tool_search returns.")
+    max_prompt_names: int = Field(default=50, ge=1, le=500, description="Deferred tool names listed in the "
+                                  "system prompt; the rest stay searchable.")
+
+    @field_validator("auto_promote_top_k")
+    @classmethod
+    def _clamp_top_k(cls, value: int) -> int:
+        return min(max(value, 1), 5)
+
+
 class AppConfig(BaseModel):
     """The whole ``config.yaml``."""
 
@@ -275,6 +293,7 @@ class AppConfig(BaseModel):
     loop_detection: LoopDetectionConfig = Field(default_factory=LoopDetectionConfig)
     read_before_write: ReadBeforeWriteConfig = Field(default_factory=ReadBeforeWriteConfig)
     tool_output_budget: ToolOutputBudgetConfig = Field(default_factory=ToolOutputBudgetConfig)
+    tool_search: ToolSearchConfig = Field(default_factory=ToolSearchConfig)
 
     @field_validator("models")
     @classmethod

@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 _DISCOVERY_TIMEOUT = 60.0
 #: Names a server's tools may not take: the built-ins keep theirs.
 RESERVED_NAMES = frozenset({"bash", "ls", "glob", "grep", "read_file", "write_file", "str_replace",
-                            "present_files", "ask_clarification", "view_image", "task"})
+                            "present_files", "ask_clarification", "view_image", "task", "tool_search"})
 
 
 @dataclass
@@ -135,7 +135,9 @@ def make_mcp_tool(server_name: str, server: McpServerConfig, spec: mcp_types.Too
         args_schema=dict(spec.inputSchema or {"type": "object", "properties": {}}),
         coroutine=call,
         handle_tool_error=False,  # ToolErrorHandlingMiddleware turns it into an error result
-        metadata={"deerflow_source": "mcp", "mcp_server": server_name, "mcp_tool": spec.name},
+        metadata={"deerflow_source": "mcp", "mcp_server": server_name, "mcp_tool": spec.name,
+                  # routing as configured for the original MCP name, whatever the tool is called here
+                  "deerflow_mcp_routing": server.effective_routing(spec.name).model_dump()},
     )
 
 

@@ -775,6 +775,57 @@ class Runtime:
             await flush()
         await store.touch(thread_id, title=title)
 
+    async def compact_thread(self, thread_id: str, user_id: str | None = None, *,
+                             keep_messages: int | None = None) -> dict[str, Any]:
+        """Summarize the thread's older messages into ``summary_text`` and keep the recent ones.
+
+        The summary comes from the summarization model (``summarization.model_name``, else the
+        runtime's model), as automatic summarization would write it; the kept window is
+        ``keep_messages`` (default ``summarization.keep_messages``), never splitting a tool
+        result from its call. Refused with :class:`ThreadBusyError` while a run is going.
+        Returns ``{"compacted", "removed", "kept", "summary_text", "checkpoint_id"}``
+        (``compacted`` is false when there is nothing old enough to summarize).
+        """
+        from langchain_core.messages import RemoveMessage
+
+        from deerflow_nb.agent.middlewares.summarization import split_for_summary, summarize
+
+        user_id = user_id or self.user_id
+        if keep_messages is not None and (isinstance(keep_messages, bool) or not isinstance(keep_messages, int)
+                                          or keep_messages < 1):
+            raise UsageError(f"keep_messages must be a positive integer, got {keep_messages!r}")
+        store = await self.store()
+        await store.get_thread(thread_id, user_id)
+        busy = ThreadBusyError(f"thread {thread_id!r} has a run in progress; compact it when the run ends")
+        if self.runs.active_run(thread_id) is not None:
+            raise busy
+        values = await self.get_state(thread_id, user_id)
+        messages = list(values.get("messages", []))
+        previous = values.get("summary_text")
+        config = self.config.summarization
+        old, kept = split_for_summary(messages, keep_messages or config.keep_messages)
+        if not old:
+            return {"compacted": False, "removed": 0, "kept": len(messages), "summary_text": previous,
+                    "checkpoint_id": None}
+        if config.model_name:
+            from deerflow_nb.models import create_chat_model
+
+            model = create_chat_model(config.model_name, config=self.config)
+        else:
+            model = self.resolve_model(self.defaults)[0]
+        text = await summarize(model, previous, old)
+        if self.runs.active_run(thread_id) is not None:  # a run started while the model summarized
+            raise busy
+        update = {"summary_text": text, "messages": [RemoveMessage(id=m.id) for m in old if m.id]}
+        written = await marker_graph(store.checkpointer).aupdate_state(
+            {"configurable": {"thread_id": thread_id}}, update, as_node="model")
+        flush = getattr(store.checkpointer, "aflush", None)
+        if flush is not None:
+            await flush()
+        await store.touch(thread_id)
+        return {"compacted": True, "removed": len(old), "kept": len(kept), "summary_text": text,
+                "checkpoint_id": written["configurable"]["checkpoint_id"]}
+
     async def delete_run(self, run_id: str, user_id: str | None = None) -> None:
         """Delete a finished run and its journal (``NotFoundError`` for another user's or a missing run)."""
         info = await self.runs.get(run_id, user_id or self.user_id)

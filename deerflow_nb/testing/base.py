@@ -160,6 +160,10 @@ class DeterministicChatModel(BaseChatModel):
     async def _aprepare(self) -> None:
         """Do blocking setup (file reads) off the event loop before an async call."""
 
+    def get_num_tokens_from_messages(self, messages: list[BaseMessage], tools: Sequence[Any] | None = None) -> int:
+        """The model's "tokenizer": words, as in its ``usage_metadata`` (counted once per message object)."""
+        return sum(map(self._state.words, messages))
+
     # -- shared machinery -----------------------------------------------------------------------
 
     def _respond(self, messages: list[BaseMessage]) -> AIMessage:

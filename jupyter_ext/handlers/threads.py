@@ -14,6 +14,7 @@ from jupyter_ext.handlers.shapes import ASSISTANT, state_json, thread_json
 from jupyter_ext.schemas import (
     AssistantSearchRequest,
     HistoryRequest,
+    ThreadCompactRequest,
     ThreadCreateRequest,
     ThreadPatchRequest,
     ThreadSearchRequest,
@@ -190,6 +191,19 @@ class ThreadStateCheckpointHandler(_StateHandler):
         await self._write_state(thread_id, body.checkpoint.checkpoint_id, ref)
 
 
+class ThreadCompactHandler(DeerFlowHandler):
+    """``POST /threads/{id}/compact``."""
+
+    @web.authenticated
+    @authorized
+    @api_method
+    async def post(self, thread_id: str) -> None:
+        """Summarize older messages into ``summary_text``, keep the recent ones (409 while a run is going)."""
+        body = self.parse(ThreadCompactRequest)
+        self.write_json(await self.service.call(self.service.engine.compact_thread(
+            thread_id, self.user_id, keep_messages=body.keep_messages)))
+
+
 class ThreadHistoryHandler(DeerFlowHandler):
     """``POST`` / ``GET /threads/{id}/history``."""
 
@@ -228,4 +242,5 @@ default_handlers = [
     (rf"/{API}/threads/{_T}/state/checkpoint", ThreadStateCheckpointHandler),
     (rf"/{API}/threads/{_T}/state/(?P<checkpoint_id>[^/]+)", ThreadStateAtHandler),
     (rf"/{API}/threads/{_T}/history", ThreadHistoryHandler),
+    (rf"/{API}/threads/{_T}/compact", ThreadCompactHandler),
 ]

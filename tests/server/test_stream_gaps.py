@@ -174,3 +174,29 @@ def test_journal_cursors_are_ascii_digits_only():
     assert _journal_cursor("j12") == 12
     for odd in ("j\u00b2", "j" + "9" * 5000, "j", "12", "-1", None):  # int() would raise on the first two
         assert _journal_cursor(odd) is None
+
+
+
+MANY_WORDS = " ".join(f"word{i}" for i in range(60))
+
+
+@pytest.mark.parametrize("deerflow_config", [MANY_WORDS], indirect=True, ids=["many-words"])
+async def test_the_python_client_answers_from_the_state_after_a_gap(api_url, jp_auth_header, caplog):
+    """A replay whose start is gone (4 events retained) must not return the truncated deltas as the answer."""
+    import logging
+
+    import deerflow_nb as df
+
+    remote = df.DeerFlow.connect(url=api_url, token=jp_auth_header["Authorization"].split()[1])
+    try:
+        thread = await remote.athread()
+        run = await thread.astart("go")
+        assert await run.await_result() == MANY_WORDS
+        backend = remote.backend
+        outcome = await backend.loop.arun(backend.wait_run(thread.id, run.run_id))  # a fresh replay: start gone
+        assert outcome.status == "success" and outcome.final_text == MANY_WORDS
+        with caplog.at_level(logging.WARNING, logger="deerflow_nb.client.http"):
+            replayed = [e async for e in backend.loop.aiterate(lambda: backend.run_batches(thread.id, run.run_id, 0))]
+        assert replayed and "no longer has some of its events" in caplog.text
+    finally:
+        await remote.aclose()
