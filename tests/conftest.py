@@ -20,6 +20,18 @@ _LEAKY_ENV = (
     "DEER_FLOW_HOME",
     "JUPYTERHUB_USER",
     "JUPYTERHUB_API_TOKEN",
+    # tracing is switched on by these: a developer's shell must not trace (or send) test runs
+    "LANGSMITH_TRACING",
+    "LANGCHAIN_TRACING_V2",
+    "LANGSMITH_API_KEY",
+    "LANGSMITH_ENDPOINT",
+    "LANGSMITH_PROJECT",
+    "LANGFUSE_TRACING",
+    "LANGFUSE_PUBLIC_KEY",
+    "LANGFUSE_SECRET_KEY",
+    "LANGFUSE_BASE_URL",
+    "LANGFUSE_HOST",
+    "DEER_FLOW_ENV",
 )
 
 

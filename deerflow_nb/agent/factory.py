@@ -38,6 +38,7 @@ from deerflow_nb.agent.middlewares import (
 )
 from deerflow_nb.agent.middlewares.chain import MiddlewareChain
 from deerflow_nb.agent.middlewares.dynamic_context import ContextProvider
+from deerflow_nb.agent.middlewares.guardrail import GuardrailMiddleware
 from deerflow_nb.agent.middlewares.model_retry import ModelRetryMiddleware
 from deerflow_nb.agent.profile import SMALL_PROMPT
 from deerflow_nb.agent.prompt import build_system_prompt
@@ -46,7 +47,8 @@ from deerflow_nb.config.schema import AppConfig, ModelConfig
 from deerflow_nb.context import RunContext
 from deerflow_nb.tools.tool_search import assemble_deferred_tools, mcp_routing_hints_prompt_section
 
-__all__ = ["NON_INTERACTIVE_SECTION", "SLOTS", "AgentOptions", "build_middlewares", "make_lead_agent"]
+__all__ = ["NON_INTERACTIVE_SECTION", "SLOTS", "AgentOptions", "build_middlewares", "guardrail_middlewares",
+           "make_lead_agent"]
 
 #: Extension points of the chain, in order: skills after DynamicContext, memory after
 #: Title, subagents before LoopDetection, custom before the terminal tail.
@@ -85,6 +87,19 @@ def _retry_middleware(config: AppConfig, options: AgentOptions) -> ModelRetryMid
     return ModelRetryMiddleware(max_retries=max_retries, max_delay=max_wait)
 
 
+def guardrail_middlewares(config: AppConfig, *, interactive: bool = True, is_subagent: bool = False
+                          ) -> list[AgentMiddleware]:
+    """``[GuardrailMiddleware]`` when ``config.guardrails`` checks anything, else ``[]``."""
+    from deerflow_nb.guardrails import build_guardrail_provider
+
+    provider = build_guardrail_provider(config)
+    if provider is None:
+        return []
+    section = config.guardrails
+    return [GuardrailMiddleware(provider, fail_closed=section.fail_closed, interactive=interactive,
+                                passport=section.passport, is_subagent=is_subagent)]
+
+
 def build_middlewares(
     config: AppConfig,
     options: AgentOptions,
@@ -111,6 +126,7 @@ def build_middlewares(
         LLMErrorHandlingMiddleware(),
         SandboxAuditMiddleware(),
     ]
+    chain += guardrail_middlewares(config, interactive=not options.non_interactive)
     if config.read_before_write.enabled:
         chain.append(ReadBeforeWriteMiddleware())
     chain += [ToolErrorHandlingMiddleware(), DynamicContextMiddleware(list(context_providers))]

@@ -8,6 +8,7 @@ restart of the process (or the Jupyter server) to take effect; see
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -15,10 +16,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 __all__ = [
     "AppConfig",
     "DatabaseConfig",
+    "GuardrailProviderConfig",
+    "GuardrailRule",
+    "GuardrailsConfig",
     "LoopDetectionConfig",
     "MemoryConfig",
     "ModelConfig",
     "ModelPricing",
+    "OtelConfig",
     "ReadBeforeWriteConfig",
     "SandboxConfig",
     "SkillsConfig",
@@ -31,6 +36,7 @@ __all__ = [
     "ToolGroupConfig",
     "ToolOutputBudgetConfig",
     "ToolSearchConfig",
+    "TracingConfig",
 ]
 
 
@@ -179,6 +185,61 @@ class SubagentsConfig(BaseModel):
     custom: list[dict[str, Any]] = Field(default_factory=list)
 
 
+class GuardrailRule(_Section):
+    """One ``guardrails.deny`` / ``guardrails.require_approval`` rule; every given condition must match."""
+
+    tool: str | None = Field(default=None, min_length=1, description="Tool name or glob (bash, mcp_*); "
+                             "default: every tool.")
+    arg: str | None = Field(default=None, min_length=1, description="Dotted path into the arguments "
+                            "(command, options.path, files.0); needs pattern.")
+    pattern: str | None = Field(default=None, min_length=1, description="Regular expression searched in the "
+                                "argument at arg, else in the JSON of all arguments.")
+    reason: str | None = Field(default=None, max_length=1000, description="What the model (or the approver) "
+                               "is told.")
+    id: str | None = Field(default=None, min_length=1, max_length=200, description="Policy id in the journal.")
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a valid regular expression: {exc}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _has_condition(self) -> GuardrailRule:
+        if self.tool is None and self.pattern is None:
+            raise ValueError("a rule needs tool and/or pattern (tool: '*' matches every tool)")
+        if self.arg is not None and self.pattern is None:
+            raise ValueError("arg needs a pattern to match the argument against")
+        return self
+
+
+class GuardrailProviderConfig(_Section):
+    """``guardrails.provider``: a custom policy class."""
+
+    use: str = Field(min_length=1, description="'package.module:Class' of a GuardrailProvider.")
+    config: dict[str, Any] = Field(default_factory=dict, description="Keyword arguments of its constructor.")
+
+
+class GuardrailsConfig(_Section):
+    """Tool-call policy: deny rules, approval rules and an optional custom provider."""
+
+    enabled: bool = True
+    fail_closed: bool = Field(default=True, description="Deny a call when the provider raises (else allow it).")
+    passport: str | None = Field(default=None, description="Agent id passed to providers (GuardrailRequest.agent_id).")
+    deny: list[GuardrailRule] = Field(default_factory=list)
+    require_approval: list[GuardrailRule] = Field(default_factory=list)
+    provider: GuardrailProviderConfig | None = None
+
+    @property
+    def active(self) -> bool:
+        """Whether any call is checked (enabled, with rules or a provider)."""
+        return self.enabled and bool(self.deny or self.require_approval or self.provider)
+
+
 class DatabaseConfig(_Section):
     """startup-only: where threads, runs and checkpoints are stored."""
 
@@ -256,6 +317,20 @@ class ToolSearchConfig(_Section):
     @classmethod
     def _clamp_top_k(cls, value: int) -> int:
         return min(max(value, 1), 5)
+class OtelConfig(_Section):
+    """startup-only: OpenTelemetry spans for runs, model calls and tool calls."""
+
+    enabled: bool = Field(default=False, description="Install a tracer provider exporting over OTLP/HTTP when "
+                          "the process has none (a provider you set up yourself is used without this).")
+    endpoint: str | None = Field(default=None, min_length=1, description="OTLP/HTTP traces URL; default: the "
+                                 "OTEL_EXPORTER_OTLP_* environment (http://localhost:4318/v1/traces).")
+    service_name: str = Field(default="deerflow-nb", min_length=1)
+
+
+class TracingConfig(_Section):
+    """Tracing (LangSmith and Langfuse are switched on by their environment variables)."""
+
+    otel: OtelConfig = Field(default_factory=OtelConfig)
 
 
 class AppConfig(BaseModel):
@@ -276,6 +351,7 @@ class AppConfig(BaseModel):
     summarization: SummarizationConfig = Field(default_factory=SummarizationConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     subagents: SubagentsConfig = Field(default_factory=SubagentsConfig)
+    guardrails: GuardrailsConfig = Field(default_factory=GuardrailsConfig)
     database: DatabaseConfig = Field(default_factory=DatabaseConfig)
     checkpointer: dict[str, Any] | None = Field(default=None, description="startup-only: deprecated.")
     checkpoint_channel_mode: Literal["full", "delta"] = Field(
@@ -294,6 +370,7 @@ class AppConfig(BaseModel):
     read_before_write: ReadBeforeWriteConfig = Field(default_factory=ReadBeforeWriteConfig)
     tool_output_budget: ToolOutputBudgetConfig = Field(default_factory=ToolOutputBudgetConfig)
     tool_search: ToolSearchConfig = Field(default_factory=ToolSearchConfig)
+    tracing: TracingConfig = Field(default_factory=TracingConfig)
 
     @field_validator("models")
     @classmethod

@@ -165,6 +165,10 @@ class Runtime:
         self.database = resolve_database(self.persistence, startup.database.url if self.persistence != "memory"
                                          else None, startup.database.sqlite_path, self.paths.home)
         self._startup = startup
+        if startup.tracing.otel.enabled:  # startup-only: installs the process's tracer provider once
+            from deerflow_nb.tracing import configure_otel
+
+            configure_otel(startup.tracing.otel)
         #: ``(checkpoint_channel_mode, delta snapshot frequency)``, frozen for the process (restart to change).
         self.checkpoint_mode = freeze_checkpoint_mode(startup.checkpoint_channel_mode,
                                                       startup.checkpoint_delta_snapshot_frequency)
@@ -492,6 +496,9 @@ class Runtime:
                          secrets: dict[str, str] | None, run_config: _RunConfig, *, stream_tokens: bool,
                          stream_updates: bool, user_id: str, multitask_strategy: str, metadata: dict[str, Any] | None,
                          assistant_id: str, checkpoint_id: str | None) -> RunRecord:
+        from deerflow_nb.tracing import TRACE_ID_KEY, RunTrace, enabled_providers
+
+        providers = enabled_providers()  # a tracer switched on without its keys: refused before storing
         store = await self.store()
         if checkpoint_id is not None:  # the thread and the checkpoint must exist: a refusal creates nothing
             await self._checkpoint_tuple(store, thread_id, user_id, checkpoint_id)
@@ -507,6 +514,9 @@ class Runtime:
             subagent_enabled=options.subagent_enabled, secrets=dict(secrets or {}),
             profile=self.profile_for(resolved[0], model_name),
         )
+        trace = RunTrace(thread_id=thread_id, user_id=user_id, run_id=run_id, assistant_id=assistant_id,
+                         model_name=model_name, providers=providers)
+        context.extra[TRACE_ID_KEY] = trace.trace_id
         configurable: dict[str, Any] = {
             "thread_id": thread_id, "run_id": run_id, "model_name": model_name,
             "thinking_enabled": options.thinking_enabled, "is_plan_mode": options.plan_mode,
@@ -550,13 +560,15 @@ class Runtime:
             except BaseException:
                 folders.cancel()
                 raise
-            status = "error"
+            status, error = "error", None
+            trace.start()  # the OpenTelemetry run span; the tracers' callbacks hang below it
+            traced = trace.graph_config(config)
             try:
                 user_data, before, sandbox_id = await folders
                 # the middlewares find both ready and skip their own worker-thread hops
                 context.extra["thread_dirs_ready"] = True
                 context.extra["sandbox_id"] = sandbox_id
-                async for event in agent_run(graph, {"messages": [input_message]}, context=context, config=config,
+                async for event in agent_run(graph, {"messages": [input_message]}, context=context, config=traced,
                                              input_message=input_message, events=store.events, user_data=user_data,
                                              stream_tokens=stream_tokens, stream_updates=stream_updates,
                                              workspace_before=before,
@@ -565,6 +577,8 @@ class Runtime:
                                              continuation=GoalLoop(graph, context, evaluator)):
                     if event.type == "values":
                         record.title = event.data.get("title") or record.title
+                    elif event.type == "error":
+                        error = event.data.get("message")
                     elif event.type == "end":
                         status = "success" if event.data.get("status", "success") == "success" else "error"
                     yield event
@@ -578,6 +592,7 @@ class Runtime:
                         graph, thread_id, run_config.config.title, input_message)) or record.title
                 raise
             finally:
+                trace.finish(status, error)
                 if not context.extra.get(_FINISHED_BLOCKING):  # the run failed before its graph ran
                     await asyncio.to_thread(self._finish_blocking, context, status)
                 for plugin in self.plugins:

@@ -3,7 +3,8 @@
 Event types (category): ``human_message`` / ``human_input_response`` (message),
 ``ai_message`` (message; text assembled from the streamed deltas), ``tool_call`` and
 ``tool_result`` (tool), ``human_input_request`` (human_input), ``custom`` (custom),
-``workspace_changes`` (workspace), ``run_end`` / ``run_error`` (run). Entries are
+``workspace_changes`` (workspace), ``guardrail`` (guardrail: a tool call denied, held for approval or
+approved), ``run_end`` / ``run_error`` (run; with the run's ``trace_id``). Entries are
 buffered and written in batches, so the journal costs one transaction per
 ``flush_every`` entries rather than one per token.
 
@@ -32,7 +33,7 @@ class RunJournal:
 
     def __init__(self, store: RunEventStore | None, *, run_id: str, thread_id: str, user_id: str,
                  flush_every: int = 200, sink: Callable[[list[JournalEntry]], None] | None = None,
-                 partial_every: float = 5.0) -> None:
+                 partial_every: float = 5.0, trace_id: str | None = None) -> None:
         self._store = store
         # ``sink`` takes the last batch instead of the store: the run manager writes it in the
         # transaction that stores the run's terminal status (one commit less per run)
@@ -45,6 +46,8 @@ class RunJournal:
         self._partial_every = partial_every
         self._partial_at = time.monotonic()
         self._flush_due = False
+        #: The run's trace id (``X-Trace-Id``), written into its ``run_end`` / ``run_error`` entry.
+        self.trace_id = trace_id
 
     def add(self, event_type: str, category: str, payload: dict[str, Any]) -> None:
         """Append an entry (buffered)."""
@@ -91,10 +94,16 @@ class RunJournal:
                 self.add("tool_result", "tool", data)
         elif event.type == "custom":
             self.close_messages()
-            self.add("custom", "custom", data if isinstance(data, dict) else {"value": data})
+            if isinstance(data, dict) and data.get("type") == "guardrail":
+                self.add("guardrail", "guardrail", data)
+            else:
+                self.add("custom", "custom", data if isinstance(data, dict) else {"value": data})
         elif event.type in {"end", "error"}:
             self.close_messages()
-            self.add("run_end" if event.type == "end" else "run_error", "run", dict(data or {}))
+            payload = dict(data or {})
+            if self.trace_id is not None:
+                payload["trace_id"] = self.trace_id
+            self.add("run_end" if event.type == "end" else "run_error", "run", payload)
 
     @property
     def should_flush(self) -> bool:

@@ -184,7 +184,7 @@ async def agent_run(
     """
     assert context.run_id and context.thread_id
     journal = RunJournal(events, run_id=context.run_id, thread_id=context.thread_id, user_id=context.user_id,
-                         sink=journal_sink)
+                         sink=journal_sink, trace_id=context.extra.get("trace_id"))
     if input_message is not None:
         journal.record_input(input_message)
     if workspace_before is _UNSET:

@@ -21,6 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphRecursionError
 
+from deerflow_nb.agent.factory import guardrail_middlewares
 from deerflow_nb.agent.middlewares import (
     DanglingToolCallMiddleware,
     LLMErrorHandlingMiddleware,
@@ -64,6 +65,7 @@ def subagent_middlewares(config: AppConfig) -> list[Any]:
         DanglingToolCallMiddleware(),
         LLMErrorHandlingMiddleware(),
         SandboxAuditMiddleware(),
+        *guardrail_middlewares(config, interactive=False, is_subagent=True),
     ]
     if config.read_before_write.enabled:
         chain.append(ReadBeforeWriteMiddleware())
@@ -173,7 +175,8 @@ class SubagentExecutor:
             thread_id=parent.thread_id, user_id=parent.user_id, run_id=parent.run_id, app_config=config,
             paths=parent.paths, sandbox_provider=parent.sandbox_provider, model_name=label,
             thinking_enabled=parent.thinking_enabled, secrets={},  # request secrets never reach subagents
-            extra={"subagent": {"task_id": task_id, "type": spec.name}},
+            # guardrail decisions inside the subagent reach the parent's stream (and journal)
+            extra={"subagent": {"task_id": task_id, "type": spec.name}, "stream_writer": writer},
         )
         tracker = _Tracker(task_id, writer)
         max_turns = spec.max_turns or limits.max_turns
@@ -200,9 +203,16 @@ class SubagentExecutor:
 
     async def _run_isolated(self, graph: Any, prompt: str, child: RunContext, max_turns: int,
                             tracker: _Tracker, timeout: float) -> None:
+        from deerflow_nb.tracing import subagent_trace_config
+
+        # only the parent's tracing callbacks, read here in the task tool's context: the
+        # subagent's trace nests below its ``task`` call (the graph runs in an empty context)
+        about = child.extra.get("subagent") or {}
+        traced = subagent_trace_config(str(about.get("type", "subagent")), str(about.get("task_id", "")))
+
         async def drive() -> None:
             stream = graph.astream({"messages": [HumanMessage(content=prompt)]},
-                                   config={"recursion_limit": 2 * max_turns + 1},
+                                   config={"recursion_limit": 2 * max_turns + 1, **traced},
                                    context=child, stream_mode="values")
             async for chunk in stream:
                 tracker.feed(list(chunk.get("messages") or []))

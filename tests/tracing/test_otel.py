@@ -1,0 +1,144 @@
+"""OpenTelemetry spans of real runs, captured with the SDK's in-memory exporter."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+import yaml
+from langchain_core.messages import HumanMessage, ToolMessage
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+from pydantic import ValidationError
+
+import deerflow_nb as df
+from deerflow_nb.config import AppConfig
+from deerflow_nb.testing import ScriptedChatModel
+from deerflow_nb.tracing import otel_tracer, use_tracer_provider
+from tests.tracing.fakes import FakeTracingServer, attrs, otlp_spans
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    use_tracer_provider(provider)
+    yield exporter
+    use_tracer_provider(None)
+    provider.shutdown()
+
+
+def router(messages):
+    """The lead delegates once and writes a file; the subagent answers at once."""
+    prompt = next(m.text for m in messages if isinstance(m, HumanMessage))
+    if prompt == "Count apples":
+        return "apples: 3"
+    if not any(isinstance(m, ToolMessage) for m in messages):
+        return {"content": "", "tool_calls": [
+            {"name": "task", "args": {"description": "count", "prompt": "Count apples",
+                                      "subagent_type": "general-purpose"}},
+        ]}
+    return "There are 3 apples."
+
+
+def by_name(finished, name):
+    return [s for s in finished if s.name == name]
+
+
+def test_no_spans_without_a_tracer_provider(make_agent):
+    assert otel_tracer() is None  # the test process sets no global provider
+    agent = make_agent(["Hello"], persistence="memory")
+    assert agent.thread().chat("Hi") == "Hello"
+
+
+def test_a_run_has_model_tool_and_subagent_spans_below_it(make_agent, spans):
+    agent = make_agent(model=ScriptedChatModel(responses=[router] * 4), subagents=True, persistence="memory",
+                       user_id="ada")
+    thread = agent.thread()
+    run = thread.start("How many apples?")
+    assert run.wait() == "There are 3 apples."
+    finished = spans.get_finished_spans()
+
+    (root,) = by_name(finished, "deerflow.run")
+    assert root.parent is None
+    assert root.attributes["deerflow.thread_id"] == thread.id
+    assert root.attributes["deerflow.run_id"] == run.run_id
+    assert root.attributes["deerflow.user_id"] == "ada"
+    assert root.attributes["deerflow.run.status"] == "success"
+    assert root.status.status_code is StatusCode.OK
+    trace_id = root.attributes["deerflow.trace_id"]
+    assert len(trace_id) == 32  # generated: no request bound one
+
+    models = by_name(finished, "deerflow.model_call")
+    tools = by_name(finished, "deerflow.tool_call")
+    (subagent,) = by_name(finished, "deerflow.subagent")
+    (task,) = [t for t in tools if t.attributes["gen_ai.tool.name"] == "task"]
+    assert task.parent.span_id == root.context.span_id
+    assert task.attributes["gen_ai.tool.call.id"]
+    # the subagent's graph hangs below the task call, and its model call below the subagent
+    assert subagent.parent.span_id == task.context.span_id
+    assert subagent.attributes["deerflow.subagent.type"] == "general-purpose"
+    below_subagent = [m for m in models if m.parent.span_id == subagent.context.span_id]
+    below_root = [m for m in models if m.parent.span_id == root.context.span_id]
+    assert len(below_subagent) == 1 and len(below_root) == 2
+    assert all(m.attributes["gen_ai.request.model"] for m in models)
+    assert all(s.context.trace_id == root.context.trace_id for s in finished)
+    # the journal's run_end carries the same trace id
+    entries = agent.runtime.loop.run(agent.runtime.run_events(thread.id, run.run_id, event_type="run_end"))
+    assert entries[-1]["payload"]["trace_id"] == trace_id
+
+
+def test_a_failed_run_has_an_error_status(make_agent, spans):
+    agent = make_agent(model=ScriptedChatModel(responses=["never"], error_at=1, max_retries=0),
+                       persistence="memory")
+    thread = agent.thread()
+    with pytest.raises(df.RunError):
+        thread.chat("Hi")
+    (root,) = by_name(spans.get_finished_spans(), "deerflow.run")
+    assert root.attributes["deerflow.run.status"] == "error"
+    assert root.status.status_code is StatusCode.ERROR
+    assert "RuntimeError" in (root.status.description or "")
+    (model,) = by_name(spans.get_finished_spans(), "deerflow.model_call")
+    assert model.status.status_code is StatusCode.ERROR
+    assert model.parent.span_id == root.context.span_id
+
+
+CONFIGURED_RUN = """
+import sys
+import deerflow_nb as df
+from deerflow_nb.testing import ScriptedChatModel
+
+agent = df.DeerFlow(sys.argv[1], model=ScriptedChatModel(responses=["Hello"]), persistence="memory")
+assert agent.thread().chat("Hi") == "Hello"
+agent.close()
+"""
+
+
+def test_tracing_otel_enabled_installs_a_batching_otlp_exporter(tmp_path, home):
+    # A process-global tracer provider can be set once per process: a child process owns this one.
+    server = FakeTracingServer()
+    try:
+        config = tmp_path / "config.yaml"
+        config.write_text(yaml.safe_dump({"memory": {"enabled": False}, "tracing": {"otel": {
+            "enabled": True, "endpoint": f"{server.url}/v1/traces", "service_name": "nb-tests"}}}))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        subprocess.run([sys.executable, "-c", CONFIGURED_RUN, str(config)], env=env, check=True, timeout=300,
+                       capture_output=True)
+        spans = otlp_spans(server, "/v1/traces")  # exported at exit (the batch processor's flush)
+    finally:
+        server.close()
+    names = [s.name for s in spans]
+    assert names.count("deerflow.run") == 1 and "deerflow.model_call" in names
+    (root,) = [s for s in spans if s.name == "deerflow.run"]
+    assert attrs(root)["deerflow.run.status"] == "success"
+
+
+def test_tracing_otel_keys_are_checked():
+    with pytest.raises(ValidationError, match="tracing.otel.enabeld"):
+        AppConfig.model_validate({"tracing": {"otel": {"enabeld": True}}})
