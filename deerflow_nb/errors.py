@@ -17,6 +17,7 @@ Hierarchy::
     │       └── CheckpointModeMismatchError (a full-mode process opened a delta-mode thread)
     ├── CheckpointModeReconfigurationError (a second checkpoint mode in one process)
     ├── NotFoundError                  (thread / run / file does not exist for this user)
+    ├── AdminRequiredError             (a server-wide change by a non-admin under JupyterHub; 403)
     ├── SandboxError                   (sandbox failures)
     │   ├── SandboxPathError           (a path escapes the mapped roots)
     │   └── SandboxTimeoutError        (a command ran past its wall-clock limit)
@@ -39,6 +40,7 @@ from typing import Any
 
 __all__ = [
     "HTTP_STATUSES",
+    "AdminRequiredError",
     "CheckpointModeMismatchError",
     "CheckpointModeReconfigurationError",
     "ConfigError",
@@ -137,6 +139,15 @@ class NotFoundError(DeerFlowError, LookupError):
     """A thread, run, upload or artifact does not exist (or belongs to another user)."""
 
 
+class AdminRequiredError(DeerFlowError, PermissionError):
+    """A route that changes the server for every user (``PUT /mcp/config``) was called by a non-admin.
+
+    Raised (as 403) by the server extension under a multi-user identity provider such as
+    JupyterHub's, where only Hub admins may make such changes. Ask an admin, or change
+    your own settings (skills and memory are per user).
+    """
+
+
 class SandboxError(DeerFlowError):
     """A sandbox operation failed."""
 
@@ -229,6 +240,7 @@ def run_error(*, run_id: str | None, status: str, stop_reason: str | None, cause
 HTTP_STATUSES: tuple[tuple[type[DeerFlowError], int], ...] = (
     (NotFoundError, 404),
     (SandboxPathError, 403),
+    (AdminRequiredError, 403),
     (ThreadBusyError, 409),
     (ConflictError, 409),
     (CheckpointModeReconfigurationError, 503),
@@ -266,5 +278,5 @@ def error_for(status: int, message: str, error_type: str | None = None) -> DeerF
 
 for _cls in (DeerFlowError, UsageError, ConfigError, ModelNotFoundError, NoModelConfiguredError, ThreadBusyError,
              ConflictError, PayloadTooLargeError, CheckpointModeMismatchError, CheckpointModeReconfigurationError,
-             NotFoundError, SandboxError, SandboxPathError, SandboxTimeoutError):
+             NotFoundError, SandboxError, SandboxPathError, SandboxTimeoutError, AdminRequiredError):
     register_error(_cls)

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 from tornado import web
 
 from deerflow_nb.config import validate_id
-from deerflow_nb.errors import DeerFlowError, UsageError, status_for
+from deerflow_nb.errors import AdminRequiredError, DeerFlowError, UsageError, status_for
 from jupyter_ext.service import DeerFlowService
 
 __all__ = ["API", "AUTH_RESOURCE", "MAX_BODY_BYTES", "MAX_JSON_DEPTH", "MAX_METADATA_BYTES", "DeerFlowHandler",
@@ -130,6 +130,29 @@ class DeerFlowHandler(ExtensionHandlerMixin, APIHandler):
             return validate_id(user.username, "user_id")
         except UsageError:
             raise web.HTTPError(403, reason=f"user name {user.username!r} cannot be a DeerFlow user_id") from None
+
+    @property
+    def is_admin(self) -> bool:
+        """Whether the requester may change what every user of this server shares.
+
+        A plain Jupyter token or password server has one user, who owns it: yes. Under
+        JupyterHub, the Hub's ``admin`` flag of the user; another identity provider's
+        user needs a true ``admin`` attribute.
+        """
+        user = self.current_user
+        if type(self.identity_provider) in {IdentityProvider, PasswordIdentityProvider} or user is None:
+            return True
+        hub_user = getattr(user, "hub_user", None)
+        if isinstance(hub_user, dict):
+            return hub_user.get("admin") is True
+        return getattr(user, "admin", False) is True
+
+    def require_admin(self, action: str) -> None:
+        """Refuse (403, :class:`~deerflow_nb.errors.AdminRequiredError`) unless :attr:`is_admin`."""
+        if not self.is_admin:
+            name = getattr(self.current_user, "username", "?")
+            raise AdminRequiredError(f"{action} changes the server for every user: only an admin may do it, and "
+                                     f"{name!r} is not a JupyterHub admin (nothing was changed)")
 
     def parse(self, model: type[M]) -> M:
         """The JSON body as ``model``, validated strictly (no ``"yes"`` for a boolean, no ``"5"`` for a number).

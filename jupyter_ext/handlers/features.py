@@ -249,7 +249,8 @@ class McpConfigHandler(DeerFlowHandler):
     @authorized
     @api_method
     async def put(self) -> None:
-        """Replace the MCP servers; the agent is rebuilt with the new tools."""
+        """Replace the MCP servers; the agent is rebuilt with the new tools (admins only under JupyterHub)."""
+        self.require_admin("PUT /mcp/config")
         body = self.parse(_McpUpdate)
         self.write_json(await self.service.call(self.service.gateway.update_mcp_config(body.mcp_servers)))
 
@@ -272,7 +273,8 @@ class McpReloadHandler(DeerFlowHandler):
     @authorized
     @api_method
     async def post(self) -> None:
-        """The next run or listing discovers the tools again."""
+        """The next run or listing discovers the tools again (admins only under JupyterHub)."""
+        self.require_admin("POST /mcp/reload")
         self.write_json(await asyncio.to_thread(self.service.gateway.reload_mcp))
 
 

@@ -46,6 +46,7 @@ c.Spawner.environment = {json.dumps(env)}
 c.Spawner.start_timeout = 180
 c.Spawner.http_timeout = 180
 c.Spawner.default_url = "/tree"
+c.Authenticator.admin_users = {{"carol"}}
 c.JupyterHub.services = [{{"name": "tester", "api_token": "{ADMIN_TOKEN}"}}]
 c.JupyterHub.load_roles = [{{"name": "tester", "services": ["tester"],
     "scopes": ["admin:users", "admin:servers", "tokens", "access:servers", "read:users"]}}]
@@ -97,7 +98,9 @@ def _wait(check, proc, root, timeout):
 
 def _start_user(base: str, name: str) -> str:
     admin = {"Authorization": f"token {ADMIN_TOKEN}"}
-    httpx.post(f"{base}/hub/api/users/{name}", headers=admin, timeout=30).raise_for_status()
+    created = httpx.post(f"{base}/hub/api/users/{name}", headers=admin, timeout=30)
+    if created.status_code != 409:  # admin_users exist from the start
+        created.raise_for_status()
     httpx.post(f"{base}/hub/api/users/{name}/server", headers=admin, timeout=60).raise_for_status()
     token = httpx.post(f"{base}/hub/api/users/{name}/tokens", headers=admin, json={"note": "test"},
                        timeout=30).json()["token"]
@@ -131,3 +134,32 @@ def test_two_hub_users_get_isolated_deerflow_servers(hub):
     # and the hub keeps bob out of alice's server altogether
     assert httpx.get(api("alice", f"/threads/{tid}"), headers=headers("bob")).status_code in {403, 404}
     assert (root / "deerflow-home/users/alice/threads" / tid).is_dir()
+
+
+def test_server_wide_routes_need_a_hub_admin(hub):
+    """PUT /mcp/config and POST /mcp/reload: a Hub admin may, a plain Hub user gets 403 and nothing changes;
+    per-user routes (a skill's enabled state) stay open to everyone."""
+    base, root = hub
+    tokens = {name: _start_user(base, name) for name in ("carol", "bob")}  # carol is a Hub admin
+
+    def call(user: str, method: str, path: str, **kwargs) -> httpx.Response:
+        return httpx.request(method, f"{base}/user/{user}/deerflow/api{path}",
+                             headers={"Authorization": f"token {tokens[user]}"}, timeout=60, **kwargs)
+
+    for user in tokens:
+        _wait(lambda u=user: call(u, "GET", "/health").status_code == 200, None, root, 200)
+    servers = {"notes": {"type": "stdio", "command": "/nonexistent/mcp", "enabled": False}}
+    refused = call("bob", "PUT", "/mcp/config", json={"mcp_servers": servers})
+    assert refused.status_code == 403
+    body = refused.json()
+    assert body["error_type"] == "AdminRequiredError"
+    assert "only an admin may do it" in body["message"] and "'bob' is not a JupyterHub admin" in body["message"]
+    assert call("bob", "GET", "/mcp/config").json()["mcp_servers"] == {}
+    assert call("bob", "POST", "/mcp/reload", json={}).status_code == 403
+
+    assert call("carol", "PUT", "/mcp/config", json={"mcp_servers": servers}).status_code == 200
+    assert call("carol", "GET", "/mcp/config").json()["mcp_servers"]["notes"]["enabled"] is False
+    assert call("carol", "POST", "/mcp/reload", json={}).json() == {"success": True}
+
+    skill = call("bob", "GET", "/skills").json()["skills"][0]["name"]  # per user: no admin needed
+    assert call("bob", "PUT", f"/skills/{skill}", json={"enabled": False}).json()["enabled"] is False
