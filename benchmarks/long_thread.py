@@ -67,8 +67,8 @@ class Ours:
         config = home / "config.yaml"
         config.write_text(yaml.safe_dump({"config_version": 1, "memory": {"enabled": False},
                                           "checkpoint_channel_mode": mode}))
-        self.agent = df.DeerFlow(model=ScriptedChatModel(responses=[responder] * (2 * turns + 8)),
-                                 config_path=config, home=home)
+        self.model = ScriptedChatModel(responses=[responder] * (2 * turns + 8))
+        self.agent = df.DeerFlow(model=self.model, config_path=config, home=home)
         self.thread = self.agent.thread()
         self.db = home / "deerflow.db"
 
@@ -104,8 +104,9 @@ class Bare:
         self.context = RunContext(thread_id=self.thread_id, paths=paths,
                                   sandbox_provider=LocalSandboxProvider(config.sandbox, paths=paths),
                                   app_config=config)
-        self.graph = create_agent(ScriptedChatModel(responses=[responder] * (2 * turns + 8)),
-                                  tools=get_available_tools(config), checkpointer=saver, context_schema=RunContext)
+        self.model = ScriptedChatModel(responses=[responder] * (2 * turns + 8))
+        self.graph = create_agent(self.model, tools=get_available_tools(config), checkpointer=saver,
+                                  context_schema=RunContext)
 
     def turn(self, i: int) -> float:
         from langchain_core.messages import HumanMessage
@@ -150,6 +151,9 @@ def main() -> None:
                     loop.run(_call(profiler.disable))
                 else:
                     times[name].append(path.turn(i))
+                # the scripted model logs every call's input; a long thread's log would hold every
+                # turn's history (bare reads fresh copies each turn): keep memory flat
+                path.model.calls.clear()
                 if measure or i in (0, window):
                     sizes[name][i] = db_bytes(path.db)
     finally:
