@@ -6,7 +6,7 @@ import asyncio
 import os
 
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Unicode
+from traitlets import Bool, Float, Unicode
 
 from jupyter_ext.service import DeerFlowService
 
@@ -29,6 +29,12 @@ class DeerFlowExtension(ExtensionApp):
     anonymous_user_id = Unicode("default", config=True,
                                 help="user_id of requests whose identity is anonymous (plain token auth, no hub).")
 
+    scheduler = Bool(True, config=True,
+                     help="Run the scheduler loop (scheduled runs, /scheduled-tasks) in this server. Several "
+                          "servers on one database may all run it: each tick is dispatched once.")
+    scheduler_poll_seconds = Float(15.0, config=True,
+                                   help="Seconds between two scheduler passes (how late a tick may start).")
+
     service: DeerFlowService | None = None
 
     def initialize_settings(self) -> None:
@@ -39,6 +45,8 @@ class DeerFlowExtension(ExtensionApp):
         if recovered:
             self.log.warning("deerflow: recovered %d run(s) orphaned by a previous server: %s",
                              len(recovered), ", ".join(recovered))
+        if self.scheduler:  # a kernel is not a scheduler: the server process is
+            self.service.engine.start_scheduler(self.scheduler_poll_seconds)
         base_url = self.serverapp.base_url if self.serverapp is not None else "/"
         self.log.info("deerflow: gateway at %sdeerflow/api (data in %s)", base_url,
                       self.service.engine.paths.home)

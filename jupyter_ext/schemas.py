@@ -28,6 +28,7 @@ from deerflow_nb.runtime.conversation import (
     RegenerateRequest,
 )
 from deerflow_nb.runtime.goal import GoalSetRequest
+from deerflow_nb.runtime.schedule_schemas import ScheduledTaskCreateRequest
 from deerflow_nb.runtime.stream_modes import PUBLIC_STREAM_MODES
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "SummaryUpdateRequest",
     "HistoryRequest",
     "RunCreateRequest",
+    "ScheduledTaskCreateRequest",
     "SkillUpdateRequest",
     "ThreadCompactRequest",
     "ThreadCompactResponse",

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.language_models import BaseChatModel
 
 from deerflow_nb.client.features import Mcp, Memory, Skills, Subagents
+from deerflow_nb.client.schedules import Schedules
 from deerflow_nb.client.thread import Thread
 from deerflow_nb.config import validate_id
 from deerflow_nb.errors import UsageError
@@ -208,6 +209,11 @@ class DeerFlow:
     def subagents(self) -> Subagents:
         """The subagent types (``.list()``, both modes) and the optional model override (``.model``, embedded only)."""
         return Subagents(self.backend)
+
+    @cached_property
+    def schedules(self) -> Schedules:
+        """Scheduled runs: ``create(message, cron=... | every=...)``, ``list``, ``pause``, ``trigger``, ``runs``, ..."""
+        return Schedules(self.backend)
 
     # -- gateway-equivalent methods (each returns what its route returns) -----------------
     def _call(self, coro: Any, method: str) -> Any:

@@ -63,6 +63,14 @@ _ROUTES: dict[str, tuple[str, str, str | tuple[str, ...]]] = {
     "get_mcp_config": ("GET", "/mcp/config", ""), "update_mcp_config": ("PUT", "/mcp/config", "mcp_servers"),
     "list_mcp_tools": ("GET", "/mcp/tools", ""), "reload_mcp": ("POST", "/mcp/reload", ""),
     "list_subagents": ("GET", "/subagents", ""),
+    "list_scheduled_tasks": ("GET", "/scheduled-tasks", ""),
+    "create_scheduled_task": ("POST", "/scheduled-tasks", "*"),
+    "get_scheduled_task": ("GET", "/scheduled-tasks/{}", ""),
+    "pause_scheduled_task": ("POST", "/scheduled-tasks/{}/pause", ""),
+    "resume_scheduled_task": ("POST", "/scheduled-tasks/{}/resume", ""),
+    "delete_scheduled_task": ("DELETE", "/scheduled-tasks/{}", ""),
+    "trigger_scheduled_task": ("POST", "/scheduled-tasks/{}/trigger", ""),
+    "list_scheduled_task_runs": ("GET", "/scheduled-tasks/{}/runs", ("limit",)),
     "health": ("GET", "/health", ""),
 }
 

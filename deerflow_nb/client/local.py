@@ -31,13 +31,16 @@ _KEEP_RECORDS = 256
 _MEMORY_EDITS = ("memory_data", "list_memory_facts", "search_memory_facts", "memory_preview", "export_memory",
                  "import_memory", "memory_queue_status", "add_memory_fact", "update_memory_fact",
                  "delete_memory_fact", "set_memory_summary", "clear_memory")
+#: ``agent.schedules``: user-scoped coroutines of the gateway.
+_SCHEDULES = ("list_scheduled_tasks", "create_scheduled_task", "get_scheduled_task", "pause_scheduled_task",
+              "resume_scheduled_task", "delete_scheduled_task", "trigger_scheduled_task", "list_scheduled_task_runs")
 #: The synchronous gateway answers (local file work only): run in a worker thread, off the loop.
 _SYNC_GATEWAY = frozenset({"list_models", "get_model", "list_skills", "get_skill", "update_skill",
                            "uninstall_skill", "get_memory", "reload_memory", "get_memory_config",
                            "get_memory_status", "get_mcp_config", *_MEMORY_EDITS, "memory_section",
                            "reload_mcp", "list_subagents"})
 _USER_SCOPED = frozenset({"list_skills", "get_skill", "update_skill", "uninstall_skill", "get_memory",
-                          "reload_memory", "get_memory_status", "health", *_MEMORY_EDITS})
+                          "reload_memory", "get_memory_status", "health", *_MEMORY_EDITS, *_SCHEDULES})
 
 
 class LocalBackend:

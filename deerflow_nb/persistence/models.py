@@ -13,11 +13,15 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-__all__ = ["ACTIVE_RUN_STATUSES", "APP_TABLES", "Base", "FeedbackRow", "RunEventRow", "RunRow", "ThreadMetaRow"]
+__all__ = ["ACTIVE_RUN_STATUSES", "ACTIVE_SCHEDULED_RUN_STATUSES", "APP_TABLES", "Base", "FeedbackRow",
+           "RunEventRow", "RunRow", "ScheduledTaskRow", "ScheduledTaskRunRow", "ThreadMetaRow"]
 
 #: Run statuses that hold the thread (at most one such row per thread).
 ACTIVE_RUN_STATUSES = ("pending", "running")
 _ACTIVE_SQL = sa.text("status IN ('pending', 'running')")
+#: Scheduled-task occurrence statuses that hold the task's single active slot.
+ACTIVE_SCHEDULED_RUN_STATUSES = ("queued", "running")
+_ACTIVE_SCHEDULED_SQL = sa.text("status IN ('queued', 'running')")
 
 JsonType = sa.JSON().with_variant(JSONB(), "postgresql")
 
@@ -107,6 +111,64 @@ class FeedbackRow(Base):
     rating: Mapped[int] = mapped_column(sa.Integer)
     comment: Mapped[str | None] = mapped_column(sa.Text, nullable=True)
     created_at: Mapped[float] = mapped_column(sa.Float)
+
+
+class ScheduledTaskRow(Base):
+    """``scheduled_tasks``: a user's schedule (cron or interval), its thread choice and bookkeeping."""
+
+    __tablename__ = "scheduled_tasks"
+
+    id: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    user_id: Mapped[str] = mapped_column(sa.String(128), index=True)
+    message: Mapped[str] = mapped_column(sa.Text)
+    #: ``cron`` or ``interval``.
+    schedule_type: Mapped[str] = mapped_column(sa.String(16))
+    cron: Mapped[str | None] = mapped_column(sa.String(256), nullable=True)
+    interval_seconds: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
+    #: ``fresh_thread_per_run`` or ``reuse_thread`` (then ``thread_id``).
+    context_mode: Mapped[str] = mapped_column(sa.String(32), default="fresh_thread_per_run")
+    thread_id: Mapped[str | None] = mapped_column(sa.String(128), nullable=True)
+    overlap_policy: Mapped[str] = mapped_column(sa.String(16), default="skip")
+    #: ``active`` or ``paused``.
+    status: Mapped[str] = mapped_column(sa.String(16), default="active")
+    #: The next tick (UNIX seconds); claimed by compare-and-set, so one server dispatches it.
+    next_run_at: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
+    last_run_at: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
+    last_run_id: Mapped[str | None] = mapped_column(sa.String(64), nullable=True)
+    last_thread_id: Mapped[str | None] = mapped_column(sa.String(128), nullable=True)
+    last_error: Mapped[str | None] = mapped_column(sa.Text, nullable=True)
+    run_count: Mapped[int] = mapped_column(sa.Integer, default=0)
+    created_at: Mapped[float] = mapped_column(sa.Float)
+    updated_at: Mapped[float] = mapped_column(sa.Float)
+
+    __table_args__ = (sa.Index("ix_scheduled_tasks_due", "status", "next_run_at"),)
+
+
+class ScheduledTaskRunRow(Base):
+    """``scheduled_task_runs``: one occurrence of a task; ``uq_scheduled_task_run_active`` admits one active."""
+
+    __tablename__ = "scheduled_task_runs"
+
+    id: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    task_id: Mapped[str] = mapped_column(sa.String(64), index=True)
+    user_id: Mapped[str] = mapped_column(sa.String(128))
+    thread_id: Mapped[str | None] = mapped_column(sa.String(128), nullable=True)
+    run_id: Mapped[str | None] = mapped_column(sa.String(64), nullable=True)
+    #: ``scheduled`` or ``manual``.
+    trigger: Mapped[str] = mapped_column(sa.String(16))
+    #: ``queued``, ``running``, then a run's terminal status, or ``skipped`` (created terminal).
+    status: Mapped[str] = mapped_column(sa.String(16))
+    scheduled_for: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
+    error: Mapped[str | None] = mapped_column(sa.Text, nullable=True)
+    created_at: Mapped[float] = mapped_column(sa.Float)
+    started_at: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
+    finished_at: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
+
+    __table_args__ = (
+        sa.Index("uq_scheduled_task_run_active", "task_id", unique=True,
+                 sqlite_where=_ACTIVE_SCHEDULED_SQL, postgresql_where=_ACTIVE_SCHEDULED_SQL),
+        sa.Index("ix_scheduled_task_runs_task_created", "task_id", "created_at"),
+    )
 
 
 #: The tables alembic owns.

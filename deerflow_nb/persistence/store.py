@@ -14,13 +14,14 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from deerflow_nb.persistence.engine import Database, DatabaseTarget, DbWorker, open_checkpointer, open_database
 from deerflow_nb.persistence.events import FeedbackStore, RunEventStore
 from deerflow_nb.persistence.runs import RunStore
+from deerflow_nb.persistence.schedules import ScheduleStore
 from deerflow_nb.persistence.threads import ThreadRecord, ThreadStore
 
 __all__ = ["Store", "open_store"]
 
 
 class Store:
-    """Threads, runs, the run journal, feedback and checkpoints. Open with :func:`open_store`."""
+    """Threads, runs, the run journal, feedback, scheduled tasks and checkpoints. Open with :func:`open_store`."""
 
     def __init__(self, db: Database, checkpointer: BaseCheckpointSaver,
                  close_checkpointer: Callable[[], Awaitable[None]]) -> None:
@@ -30,6 +31,7 @@ class Store:
         self.runs = RunStore(db)
         self.events = RunEventStore(db)
         self.feedback = FeedbackStore(db)
+        self.schedules = ScheduleStore(db)
         self._close_checkpointer: Callable[[], Awaitable[None]] | None = close_checkpointer
 
     @property

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from deerflow_nb.runtime.conversation import Conversations
     from deerflow_nb.runtime.gateway import Gateway
     from deerflow_nb.runtime.goal import Goals
+    from deerflow_nb.runtime.schedules import ScheduledTaskService
     from deerflow_nb.skills.manager import SkillManager
     from deerflow_nb.subagents import SubagentPlugin, SubagentSpec
     from deerflow_nb.usage import UsageStore
@@ -250,6 +251,21 @@ class Runtime:
         return Goals(self)
 
     @cached_property
+    def schedules(self) -> ScheduledTaskService:
+        """Scheduled runs: definitions, history, manual triggers and the scheduler pass (``/scheduled-tasks``)."""
+        from deerflow_nb.runtime.schedules import ScheduledTaskService
+
+        return ScheduledTaskService(self)
+
+    def start_scheduler(self, poll_seconds: float | None = None) -> None:
+        """Run the scheduler loop in this process (the server extension does; a kernel only if asked)."""
+        async def start() -> None:
+            await self.store()
+            self.schedules.start(poll_seconds)
+
+        self.loop.run(start(), method="Runtime.start_scheduler")
+
+    @cached_property
     def conversations(self) -> Conversations:
         """Reruns, branches and forks: prepare_regenerate, prepare_edit, branches, checkout, fork."""
         from deerflow_nb.runtime.conversation import Conversations
@@ -351,7 +367,12 @@ class Runtime:
 
     async def aclose(self) -> None:
         """Cancel active runs, close the database and release sandboxes."""
+        schedules = self.__dict__.get("schedules")
+        if schedules is not None:  # no new dispatch while the runs shut down
+            await schedules.stop()
         await self.runs.shutdown()
+        if schedules is not None:
+            await schedules.aclose()
         self.bridge.close()
         if self._store is not None:
             await self._store.aclose()

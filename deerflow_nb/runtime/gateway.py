@@ -310,8 +310,42 @@ class Gateway:
         return SubagentsResponse(subagents=[
             SubagentInfo(name=s.name, description=s.description, tools=s.tools, model=s.model,
                          max_turns=s.max_turns or limits.max_turns,
-                         timeout_seconds=s.timeout_seconds or limits.timeout_seconds)
+                         timeout_seconds=s.timeout_seconds or limits.timeout_seconds,
+                         token_budget=s.token_budget or limits.token_budget)
             for s in resolve_subagents(config).values()]).model_dump()
+
+    # -- scheduled tasks (agent.schedules) -----------------------------------------------
+    async def list_scheduled_tasks(self, user_id: str) -> dict[str, Any]:
+        """``{"tasks": [...]}`` (``GET /scheduled-tasks``)."""
+        return await self.runtime.schedules.list_tasks(user_id)
+
+    async def create_scheduled_task(self, user_id: str, data: Any) -> dict[str, Any]:
+        """Store a schedule (``POST /scheduled-tasks``); validated before anything is written."""
+        return await self.runtime.schedules.create(user_id, data)
+
+    async def get_scheduled_task(self, user_id: str, task_id: str) -> dict[str, Any]:
+        """One task (``GET /scheduled-tasks/{id}``)."""
+        return await self.runtime.schedules.get(user_id, task_id)
+
+    async def pause_scheduled_task(self, user_id: str, task_id: str) -> dict[str, Any]:
+        """Stop its ticks (``POST /scheduled-tasks/{id}/pause``)."""
+        return await self.runtime.schedules.pause(user_id, task_id)
+
+    async def resume_scheduled_task(self, user_id: str, task_id: str) -> dict[str, Any]:
+        """Tick again from now on (``POST /scheduled-tasks/{id}/resume``)."""
+        return await self.runtime.schedules.resume(user_id, task_id)
+
+    async def delete_scheduled_task(self, user_id: str, task_id: str) -> dict[str, Any]:
+        """Delete it and its history (``DELETE /scheduled-tasks/{id}``)."""
+        return await self.runtime.schedules.delete(user_id, task_id)
+
+    async def trigger_scheduled_task(self, user_id: str, task_id: str) -> dict[str, Any]:
+        """Run it now (``POST /scheduled-tasks/{id}/trigger``); 409 while its previous run is active."""
+        return await self.runtime.schedules.trigger(user_id, task_id)
+
+    async def list_scheduled_task_runs(self, user_id: str, task_id: str, limit: int = 20) -> dict[str, Any]:
+        """``{"runs": [...]}``, newest first (``GET /scheduled-tasks/{id}/runs?limit=``)."""
+        return await self.runtime.schedules.runs(user_id, task_id, limit)
 
     # -- thread files --------------------------------------------------------------------
     async def uploads(self, user_id: str, thread_id: str) -> ThreadUploads:

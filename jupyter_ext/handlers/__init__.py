@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jupyter_ext.handlers import conversations, features, goals, openapi, runs, threads
+from jupyter_ext.handlers import conversations, features, goals, openapi, runs, schedules, threads
 from jupyter_ext.handlers.base import API, NotFoundHandler
 
 __all__ = ["default_handlers"]
@@ -12,6 +12,7 @@ default_handlers: list[tuple[str, type]] = [
     *goals.default_handlers,
     *conversations.default_handlers,  # before runs: /runs/regenerate/prepare is not a run id
     *runs.default_handlers,
+    *schedules.default_handlers,
     *threads.default_handlers,
     (rf"/{API}/openapi.json", openapi.OpenApiHandler),
     (rf"/{API}/.*", NotFoundHandler),  # last: unknown paths answer JSON too

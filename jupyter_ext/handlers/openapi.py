@@ -28,6 +28,7 @@ from deerflow_nb.mcp.schemas import (
 )
 from deerflow_nb.memory import schemas as memory
 from deerflow_nb.runtime import conversation
+from deerflow_nb.runtime import schedule_schemas as sched
 from deerflow_nb.runtime.stream_modes import PUBLIC_STREAM_MODES
 from deerflow_nb.subagents.schemas import SubagentsResponse
 from jupyter_ext import schemas
@@ -63,6 +64,7 @@ BODIES: dict[tuple[str, str], type[BaseModel]] = {
     ("MemorySummaryHandler", "put"): schemas.SummaryUpdateRequest,
     ("McpConfigHandler", "put"): McpConfigUpdateRequest,
     ("SkillsHandler", "put"): schemas.SkillUpdateRequest,
+    ("ScheduledTasksHandler", "post"): schemas.ScheduledTaskCreateRequest,
 }
 _MEMORY_READS = ("config", "status", "data", "export", "section", "queue", "preview")
 #: Methods actually served per path, where a handler's methods cover more paths than they serve;
@@ -161,6 +163,14 @@ RESPONSES: dict[tuple[str, ...], Any] = {
     ("McpConfigHandler", "get"): McpConfigResponse, ("McpConfigHandler", "put"): McpConfigResponse,
     ("McpToolsHandler", "get"): McpToolsResponse, ("McpReloadHandler", "post"): McpReloadResponse,
     ("SubagentsHandler", "get"): SubagentsResponse,
+    ("ScheduledTasksHandler", "get"): sched.ScheduledTaskListResponse,
+    ("ScheduledTasksHandler", "post"): sched.ScheduledTaskResponse,
+    ("ScheduledTaskHandler", "get"): sched.ScheduledTaskResponse,
+    ("ScheduledTaskHandler", "delete"): sched.ScheduledTaskDeleteResponse,
+    ("ScheduledTaskPauseHandler", "post"): sched.ScheduledTaskResponse,
+    ("ScheduledTaskResumeHandler", "post"): sched.ScheduledTaskResponse,
+    ("ScheduledTaskTriggerHandler", "post"): sched.ScheduledTaskRunResponse,
+    ("ScheduledTaskRunsHandler", "get"): sched.ScheduledTaskRunListResponse,
 }
 
 
@@ -201,6 +211,7 @@ PARAMETERS: dict[tuple[str, str], list[dict[str, Any]]] = {
     ("MemoryFactsHandler", "get"): [_param("query", {"type": "string"}),  # with a query: a search
                                     _param("limit", {"type": "integer", "minimum": 1, "maximum": 1000})],
     ("MemoryHandler", "get"): [_param("message", {"type": "string"})],  # read by /memory/preview
+    ("ScheduledTaskRunsHandler", "get"): [_param("limit", {"type": "integer", "minimum": 1, "maximum": 1000})],
 }
 _GROUP = re.compile(r"\(\?P<(\w+)>[^)]*\)")
 _ERROR = {"description": "Error", "content": {"application/json": {"schema": {
