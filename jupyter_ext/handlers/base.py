@@ -19,6 +19,7 @@ from tornado import web
 
 from deerflow_nb.config import validate_id
 from deerflow_nb.errors import AdminRequiredError, DeerFlowError, UsageError, status_for
+from deerflow_nb.tracing.context import TRACE_ID_HEADER, bind_trace_id, new_trace_id, validate_trace_id
 from jupyter_ext.service import DeerFlowService
 
 __all__ = ["API", "AUTH_RESOURCE", "MAX_BODY_BYTES", "MAX_JSON_DEPTH", "MAX_METADATA_BYTES", "DeerFlowHandler",
@@ -110,6 +111,32 @@ class DeerFlowHandler(ExtensionHandlerMixin, APIHandler):
     """Base of every DeerFlow route (Jupyter auth, the requesting user, the runtime)."""
 
     auth_resource = AUTH_RESOURCE
+    #: This request's trace id: its valid ``X-Trace-Id``, else a new one; echoed on every response.
+    trace_id: str | None = None
+
+    async def prepare(self) -> None:  # type: ignore[override]
+        """Echo the request's trace id and bind it (runs started here carry it); 422 for an invalid one.
+
+        Authentication comes first: an unauthenticated request is refused as such.
+        """
+        raw = self.request.headers.get(TRACE_ID_HEADER)
+        problem = None
+        try:
+            self.trace_id = new_trace_id() if raw is None else validate_trace_id(raw)
+        except UsageError as exc:
+            self.trace_id, problem = new_trace_id(), str(exc)
+        self.set_header(TRACE_ID_HEADER, self.trace_id)
+        await super().prepare()
+        if problem is not None:
+            raise _HTTPError(422, problem, "Unprocessable Entity", "UsageError")
+        bind_trace_id(self.trace_id)  # this request's task only (tornado runs each request in its own)
+
+    def set_default_headers(self) -> None:
+        """Keep the ``X-Trace-Id`` on error responses too (tornado clears headers before an error)."""
+        super().set_default_headers()
+        if self.trace_id is not None:
+            self.set_header(TRACE_ID_HEADER, self.trace_id)
+
 
     @property
     def service(self) -> DeerFlowService:

@@ -1,0 +1,64 @@
+"""``X-Trace-Id``: echoed on every response, checked, and carried by the runs a request starts."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from tornado.httpclient import HTTPClientError
+
+from deerflow_nb.tracing import use_tracer_provider
+
+from .test_handlers import MSG, call
+
+
+@pytest.fixture
+def spans():
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    use_tracer_provider(provider)
+    yield exporter
+    use_tracer_provider(None)
+    provider.shutdown()
+
+
+async def test_a_valid_trace_id_is_echoed_and_a_missing_one_generated(jp_fetch):
+    response = await jp_fetch("deerflow", "api", "health", headers={"X-Trace-Id": "req-42.a:b_c"})
+    assert response.headers["X-Trace-Id"] == "req-42.a:b_c"
+    first = (await jp_fetch("deerflow", "api", "health")).headers["X-Trace-Id"]
+    second = (await jp_fetch("deerflow", "api", "health")).headers["X-Trace-Id"]
+    assert re.fullmatch(r"[0-9a-f]{32}", first) and re.fullmatch(r"[0-9a-f]{32}", second) and first != second
+    with pytest.raises(HTTPClientError) as info:  # error responses carry it too
+        await jp_fetch("deerflow", "api", "threads", "missing-thread", headers={"X-Trace-Id": "req-404"})
+    assert info.value.code == 404 and info.value.response.headers["X-Trace-Id"] == "req-404"
+
+
+@pytest.mark.parametrize("value", ["has space", "x" * 129, "new\u00e9", "semi;colon", ""])
+async def test_an_invalid_trace_id_is_refused_naming_the_header(jp_fetch, value):
+    with pytest.raises(HTTPClientError) as info:
+        await jp_fetch("deerflow", "api", "threads", method="POST", body="{}", headers={"X-Trace-Id": value})
+    assert info.value.code == 422
+    payload = json.loads(info.value.response.body)
+    assert "X-Trace-Id" in payload["message"]
+    assert re.fullmatch(r"[0-9a-f]{32}", info.value.response.headers["X-Trace-Id"])  # a fresh one, not theirs
+    assert await call(jp_fetch, "threads", "search", method="POST", body={}) == []  # nothing was stored
+
+
+async def test_a_run_carries_its_request_trace_id_in_journal_and_span(jp_fetch, spans):
+    tid = (await call(jp_fetch, "threads", method="POST", body={}))["thread_id"]
+    response = await jp_fetch("deerflow", "api", "threads", tid, "runs", "wait", method="POST",
+                              body=json.dumps({"assistant_id": "lead_agent", "input": MSG}),
+                              headers={"X-Trace-Id": "trace-run-7"})
+    assert response.headers["X-Trace-Id"] == "trace-run-7"
+    (run,) = await call(jp_fetch, "threads", tid, "runs")
+    events = await call(jp_fetch, "threads", tid, "runs", run["run_id"], "events")
+    (end,) = [e for e in events["data"] if e["event_type"] == "run_end"]
+    assert end["payload"]["trace_id"] == "trace-run-7"
+    (span,) = [s for s in spans.get_finished_spans() if s.name == "deerflow.run"]
+    assert span.attributes["deerflow.trace_id"] == "trace-run-7"
+    assert span.attributes["deerflow.run_id"] == run["run_id"]
