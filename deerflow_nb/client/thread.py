@@ -435,6 +435,26 @@ class Thread:
         """Async twin of :meth:`edit`."""
         return await self._loop.arun(self._aedit(message_id, text, options, secrets))
 
+    def start_regenerate(self, run_id: str | None = None, *, secrets: Mapping[str, str] | None = None,
+                         **options: Any) -> Run:
+        """:meth:`regenerate` in the background: its :class:`Run` at once (stream it with ``run.events()``)."""
+        return self._loop.run(self._astart_regenerate(run_id, options, secrets), method="Thread.start_regenerate")
+
+    async def astart_regenerate(self, run_id: str | None = None, *, secrets: Mapping[str, str] | None = None,
+                                **options: Any) -> Run:
+        """Async twin of :meth:`start_regenerate`."""
+        return await self._loop.arun(self._astart_regenerate(run_id, options, secrets))
+
+    def start_edit(self, message_id: str, text: str, *, secrets: Mapping[str, str] | None = None,
+                   **options: Any) -> Run:
+        """:meth:`edit` in the background: its :class:`Run` at once."""
+        return self._loop.run(self._astart_edit(message_id, text, options, secrets), method="Thread.start_edit")
+
+    async def astart_edit(self, message_id: str, text: str, *, secrets: Mapping[str, str] | None = None,
+                          **options: Any) -> Run:
+        """Async twin of :meth:`start_edit`."""
+        return await self._loop.arun(self._astart_edit(message_id, text, options, secrets))
+
     def branches(self) -> list[dict[str, Any]]:
         """The thread's branches, oldest first; the checked-out one has ``current: True``.
 

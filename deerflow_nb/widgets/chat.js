@@ -106,6 +106,7 @@ function render({ model, el }) {
   const status = dfEl("span", { class: "dfw-status" });
   const usage = dfEl("span", { class: "dfw-usage" });
   const notice = dfEl("div", { class: "dfw-notice", role: "status" });
+  const goalBanner = dfEl("div", { class: "dfw-goal", role: "status" });
   const list = dfEl("div", { class: "dfw-list" });
   const todos = dfEl("div", { class: "dfw-todos" });
   const files = dfEl("div", { class: "dfw-files" });
@@ -115,7 +116,7 @@ function render({ model, el }) {
   const send = dfEl("button", { class: "dfw-btn dfw-primary dfw-send" }, "Send");
   const stop = dfEl("button", { class: "dfw-btn dfw-stop" }, "Stop");
   const browser = dfEl("div", { class: "dfw-browser" });
-  root.append(browser, dfEl("div", { class: "dfw-header" }, title, usage, status), notice, todos, list, files,
+  root.append(browser, dfEl("div", { class: "dfw-header" }, title, usage, status), notice, goalBanner, todos, list, files,
     dfEl("div", { class: "dfw-input" }, input, send, stop));
 
   let kernel = null; // null: not known yet, true: answering, false: gone
@@ -140,9 +141,50 @@ function render({ model, el }) {
     if (name) model.send({ kind: "load", path: file.path, name: name.trim() });
   };
   const fileBoxes = new Map(); // anchor item id -> the files presented by that call
+  // a message you sent: its text, an Edit button (rerun from an edited copy) and the branch switcher
+  const userItem = (item) => {
+    const node = dfEl("div", { class: "dfw-msg dfw-user", "data-message-id": item.id });
+    const text = dfEl("div", { class: "dfw-user-text" }, item.text);
+    node.append(text);
+    const controls = model.get("controls") || {};
+    const idle = model.get("status") !== "running" && kernel !== false;
+    const bar = dfEl("div", { class: "dfw-msgbar dfw-userbar" });
+    const sw = (controls.switchers || {})[item.id];
+    if (sw) {
+      const go = (branch) => () => { if (branch) model.send({ kind: "checkout", branch_id: branch }); };
+      bar.append(dfEl("span", { class: "dfw-switcher", role: "group", "aria-label": "alternatives" },
+        dfEl("button", { class: "dfw-btn dfw-btn-small dfw-branch-prev", type: "button", disabled: !idle || !sw.prev,
+          title: "previous version", onclick: go(sw.prev) }, "‹"),
+        dfEl("span", { class: "dfw-branch-pos" }, `${sw.index} / ${sw.count}`),
+        dfEl("button", { class: "dfw-btn dfw-btn-small dfw-branch-next", type: "button", disabled: !idle || !sw.next,
+          title: "next version", onclick: go(sw.next) }, "›")));
+    }
+    if ((controls.editable || []).includes(item.id)) {
+      const edit = dfEl("button", { class: "dfw-btn dfw-btn-small dfw-edit", type: "button", disabled: !idle,
+        title: "edit this message and rerun from here; the current continuation stays as a branch" }, "✎ Edit");
+      edit.addEventListener("click", () => {
+        const box = dfEl("textarea", { class: "dfw-edit-input", rows: 2, "aria-label": "edited message" });
+        box.value = item.text;
+        const save = dfEl("button", { class: "dfw-btn dfw-btn-small dfw-primary dfw-edit-save", type: "button" }, "Save & rerun");
+        const cancel = dfEl("button", { class: "dfw-btn dfw-btn-small dfw-edit-cancel", type: "button" }, "Cancel");
+        const form = dfEl("div", { class: "dfw-edit-form" }, box, save, cancel);
+        save.addEventListener("click", () => {
+          const v = box.value.trim();
+          if (v) model.send({ kind: "edit", message_id: item.id, text: v });
+        });
+        cancel.addEventListener("click", () => { form.replaceWith(text); bar.hidden = false; });
+        text.replaceWith(form);
+        bar.hidden = true;
+        box.focus();
+      });
+      bar.append(edit);
+    }
+    if (bar.childNodes.length) node.append(bar);
+    return node;
+  };
   const renderItem = (item) => {
     switch (item.kind) {
-      case "user": return dfEl("div", { class: "dfw-msg dfw-user" }, item.text);
+      case "user": return userItem(item);
       case "assistant": {
         const node = dfEl("div", { class: "dfw-msg dfw-assistant" + (item.interrupted ? " dfw-interrupted" : "") });
         const body = dfEl("div", { class: "dfw-md-body" });
@@ -153,7 +195,12 @@ function render({ model, el }) {
           node.append(dfEl("div", { class: "dfw-interrupted-tag", title: item.stop_reason || "" },
             `⏸ interrupted${item.stop_reason ? ` (${String(item.stop_reason).replace(/_/g, " ")})` : ""}: partial answer`));
         }
-        if (item.text) node.append(dfEl("div", { class: "dfw-msgbar" }, dfCopyButton(() => item.text, "Copy answer")));
+        const regen = (model.get("controls") || {}).regenerate === item.id && model.get("status") !== "running"
+          ? dfEl("button", { class: "dfw-btn dfw-btn-small dfw-regenerate", type: "button", disabled: kernel === false,
+            title: "rerun this turn; the current answer stays as a branch",
+            onclick: () => model.send({ kind: "regenerate" }) }, "↻ Regenerate") : null;
+        if (item.text || regen) node.append(dfEl("div", { class: "dfw-msgbar" },
+          item.text ? dfCopyButton(() => item.text, "Copy answer") : null, regen));
         return node;
       }
       case "tool": return dfToolCard(item);
@@ -176,7 +223,9 @@ function render({ model, el }) {
     for (const item of items) {
       const key = `${item.kind}:${item.id}`;
       keep.add(key);
-      const sig = JSON.stringify(item) + (item.kind === "input_request" ? `${model.get("status")}${kernel}` : "");
+      const sig = JSON.stringify(item) + (item.kind === "input_request" ? `${model.get("status")}${kernel}` : "")
+        + (item.kind === "user" || item.kind === "assistant"
+          ? `${model.get("status")}${kernel}${JSON.stringify(model.get("controls") || {})}` : "");
       let entry = nodes.get(key);
       if (!entry || entry.sig !== sig) {
         const node = renderItem(item);
@@ -313,7 +362,27 @@ function render({ model, el }) {
       onclick: () => model.send({ kind: "new_thread" }) }, "New thread");
     bar.replaceChildren(fresh, picker);
   };
-  const drawAll = () => { drawHeader(); drawTodos(); drawFiles(); drawBrowser(); };
+  // goal mode: the objective, continuations used, and the evaluator's latest verdict
+  const drawGoal = () => {
+    const g = model.get("goal") || {};
+    goalBanner.replaceChildren();
+    goalBanner.hidden = !g.objective;
+    if (!g.objective) return;
+    const max = g.max_continuations || 0;
+    const used = Math.min(g.continuations || 0, max);
+    const state = g.met ? "met" : g.stand_down_reason ? "stopped" : g.active === false ? "cleared" : "active";
+    goalBanner.className = `dfw-goal dfw-goal-${state}`;
+    const verdict = g.met ? "✔ goal met"
+      : g.stand_down_reason ? `stopped: ${String(g.stand_down_reason).replace(/_/g, " ")}`
+        : g.decision === "continue" ? "not met yet, continuing" : g.blocker ? String(g.blocker).replace(/_/g, " ") : "";
+    goalBanner.append(dfEl("span", { class: "dfw-goal-label" }, "🎯 Goal: "),
+      dfEl("span", { class: "dfw-goal-objective" }, g.objective),
+      dfEl("span", { class: "dfw-goal-progress", title: "hidden continuations used this run" },
+        ` · continuations ${used} / ${max}`),
+      dfEl("progress", { class: "dfw-goal-bar", max: String(max || 1), value: String(g.met ? max || 1 : used) }),
+      verdict ? dfEl("span", { class: "dfw-goal-verdict", title: g.reason || "" }, ` ${verdict}`) : null);
+  };
+  const drawAll = () => { drawHeader(); drawGoal(); drawTodos(); drawFiles(); drawBrowser(); };
 
   const watch = dfKernelWatch(model, (alive) => {
     kernel = alive;
@@ -332,6 +401,8 @@ function render({ model, el }) {
   model.on("change:status", () => { drawHeader(); drawItems(); drawBrowser(); });
   for (const name of ["threads", "models", "model_name", "browser", "thread_id"]) model.on(`change:${name}`, drawBrowser);
   model.on("change:todos", drawTodos);
+  model.on("change:goal", drawGoal);
+  model.on("change:controls", drawItems);
   model.on("change:files", drawFiles);
   drawAll();
   return () => { clearInterval(ticker); watch.stop(); nodes.clear(); };

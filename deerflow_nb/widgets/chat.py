@@ -22,7 +22,7 @@ from deerflow_nb.errors import UsageError
 from deerflow_nb.widgets._artifacts import artifact_preview, read_artifact
 from deerflow_nb.widgets._base import WIDGET_CSS, DeerFlowWidget, load_esm, spawn
 from deerflow_nb.widgets._throttle import DEFAULT_RATE, CallLater, Throttle
-from deerflow_nb.widgets._transcript import Transcript, skip_message
+from deerflow_nb.widgets._transcript import Transcript, message_dict, skip_message
 from deerflow_nb.widgets.human_input import response_message
 
 __all__ = ["ChatWidget"]
@@ -65,6 +65,10 @@ class ChatWidget(DeerFlowWidget):
         sync=True)
     models: List[Any] = List(help="the configured models: name, display_name").tag(sync=True)
     model_name = Unicode("", help="the model the widget's runs use ('' = the default)").tag(sync=True)
+    controls = Dict(help="editable: user message ids; regenerate: the latest answer's item id; "
+                         "switchers: {message id: {index, count, prev, next}} (branch ids)").tag(sync=True)
+    goal = Dict(help="the thread's goal for the banner: objective, continuations, max_continuations, "
+                     "decision, blocker, reason, stand_down_reason, met ({} when none)").tag(sync=True)
 
     def __init__(self, thread: Any, *, message: str | None = None, run: Any = None, history: bool = True,
                  options: Mapping[str, Any] | None = None, client: Any = None, rate: float = DEFAULT_RATE,
@@ -104,6 +108,9 @@ class ChatWidget(DeerFlowWidget):
         self._transcript.load_state(state)
         if self._transcript.pending_request() is not None:
             self.status = "waiting"
+        self._set_controls(state, _quietly(self.thread, "branch_info"))
+        goal = _quietly(self.thread, "get_goal")
+        self.goal = _goal_banner(goal) if goal else {}
         self._previews_by_path.update(
             zip(self._transcript.artifacts, self._previews(self._transcript.artifacts), strict=True))
         self._push()
@@ -218,6 +225,84 @@ class ChatWidget(DeerFlowWidget):
             raise UsageError(f"question {tool_call_id!r} is not the open one ({card['id']!r})")
         card.update(answered=True, answer_text="(skipped)", skipped=True, error="")
         return self._launch(skip_message(card["request"]), {})
+
+    def regenerate(self, run_id: str | None = None) -> Task:
+        """Rerun the latest turn (``thread.start_regenerate``); the old answer stays as a branch."""
+        self._check_idle()
+        state = self.thread.state
+        cut = _input_of(state, run_id)
+        return self._launch_replay(lambda: self.thread.astart_regenerate(run_id, **self.options), state, cut, None)
+
+    def edit(self, message_id: str, text: str) -> Task:
+        """Replace one of your messages and rerun from there (``thread.start_edit``)."""
+        self._check_idle()
+        if not isinstance(text, str) or not text.strip():
+            raise UsageError("the new message text must not be empty")
+        return self._launch_replay(lambda: self.thread.astart_edit(message_id, text, **self.options),
+                                   self.thread.state, message_id, text)
+
+    def checkout(self, branch_id: str) -> None:
+        """Show another branch of the thread (``thread.checkout``): the "‹ 2 / 3 ›" switcher."""
+        self._check_idle()
+        self.thread.checkout(branch_id)
+        self._transcript = Transcript()
+        self._previews_by_path = {}
+        self._load_history(None)
+        self.refresh_display()
+
+    def _launch_replay(self, start: Callable[[], Any], state: Mapping[str, Any], cut: str | None,
+                       text: str | None) -> Task:
+        self._stop_requested = False
+        self._transcript = Transcript()  # the conversation up to the message that is rerun
+        self._transcript.load_state(_before_message(state, cut))
+        if text is not None:
+            self._transcript.add_user(text)
+        self.controls = {}
+        self.status = "running"
+        self._push()
+        self.task = spawn(self._replay_and_consume(start))
+        return self.task
+
+    async def _replay_and_consume(self, start: Callable[[], Any]) -> None:
+        try:
+            run = await start()
+        except Exception as exc:
+            self._transcript.add_error(f"Error: {exc}")
+            self._push()
+            self.status = "error"
+            await self._arefresh_controls()
+            return
+        await self._consume(run)
+
+    async def _arefresh_controls(self) -> None:
+        """The edit / regenerate buttons, branch switchers and goal banner after a run (best effort)."""
+        try:
+            state = await self.thread.aget_state()
+            info = await self.thread.abranch_info()
+            goal = await self.thread.aget_goal()
+        except Exception:  # the buttons are a convenience; the chat's outcome is already shown
+            return
+        self._set_controls(state, info)
+        if goal:
+            self.goal = _goal_banner(goal, self.goal)
+        elif self.goal:
+            self.goal = {**self.goal, "active": False}
+
+    def _set_controls(self, state: Mapping[str, Any], info: Mapping[str, Any] | None) -> None:
+        messages = [message_dict(m) for m in state.get("messages") or []]
+        editable = [m["id"] for m in messages if m.get("type") == "human" and m.get("id")
+                    and _editable(m.get("additional_kwargs") or {})]
+        answers = [item["id"] for item in self._transcript.items if item["kind"] == "assistant"]
+        switchers: dict[str, Any] = {}
+        for fork in (info or {}).get("forks") or []:
+            branches, current = list(fork.get("branches") or []), int(fork.get("current") or 0)
+            if fork.get("message_id") and len(branches) > 1:
+                switchers[str(fork["message_id"])] = {
+                    "index": current + 1, "count": len(branches),
+                    "prev": branches[current - 1] if current > 0 else None,
+                    "next": branches[current + 1] if current + 1 < len(branches) else None}
+        self.controls = {"editable": editable, "regenerate": answers[-1] if answers and editable else "",
+                         "switchers": switchers}
 
     def attach(self, run: Any) -> Task:
         """Stream an already started run into the widget."""
@@ -385,6 +470,9 @@ class ChatWidget(DeerFlowWidget):
                 if event.type == "progress":  # shown in the header, not part of the transcript
                     self.progress = dict(event.data or {})
                     continue
+                if event.type == "custom" and isinstance(event.data, dict) \
+                        and event.data.get("type") == "goal_evaluation":
+                    self.goal = _goal_banner(event.data, self.goal)
                 self._transcript.apply(event)
                 if event.type == "error":
                     status = "stopped" if (event.data or {}).get("type") == "Cancelled" else "error"
@@ -401,6 +489,7 @@ class ChatWidget(DeerFlowWidget):
             status = "waiting"
         await self._preview_new_files()
         self._push()
+        await self._arefresh_controls()
         self.progress = {}
         self.status = status
         if self.client is not None:  # the run may have titled its thread
@@ -427,7 +516,8 @@ class ChatWidget(DeerFlowWidget):
     def _on_front_end_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
         """Front-end messages (errors are shown, not raised).
 
-        ``send``, ``stop``, ``respond``, ``skip``, ``ping``, ``load``; with a thread list also
+        ``send``, ``stop``, ``respond``, ``skip``, ``ping``, ``load``, ``regenerate``, ``edit``,
+        ``checkout``; with a thread list also
         ``open_thread``, ``new_thread``, ``rename_thread``, ``delete_thread``, ``set_model``
         and ``refresh_threads``.
         """
@@ -461,6 +551,12 @@ class ChatWidget(DeerFlowWidget):
                 self.refresh_threads()
             elif kind == "load":
                 self.load_into(str(content.get("path", "")), str(content.get("name", "")))
+            elif kind == "regenerate":
+                self.regenerate()
+            elif kind == "edit":
+                self.edit(str(content.get("message_id", "")), str(content.get("text", "")))
+            elif kind == "checkout":
+                self.checkout(str(content.get("branch_id", "")))
         except Exception as exc:  # a button must never fail silently
             card = self._transcript.pending_request()
             if not (kind == "respond" and card is not None and card["error"] == str(exc)):
@@ -512,3 +608,59 @@ def _before_run(state: Mapping[str, Any], run_id: str | None) -> Mapping[str, An
         if run_id is not None and kwargs.get("run_id") == run_id:
             return {**state, "messages": messages[:index]}
     return state
+
+
+def _quietly(thread: Any, name: str) -> Any:
+    """``thread.<name>()``, or ``None`` when the thread lacks it or it fails (a thread not stored yet)."""
+    method = getattr(thread, name, None)
+    if method is None:
+        return None
+    try:
+        return method()
+    except Exception:
+        return None
+
+
+def _editable(kwargs: Mapping[str, Any]) -> bool:
+    """Whether a human message is one the user sent to start a run (not a hidden or internal one)."""
+    return isinstance(kwargs.get("run_id"), str) and not kwargs.get("deerflow_internal") \
+        and not kwargs.get("hide_from_ui") and "human_input_response" not in kwargs
+
+
+def _input_of(state: Mapping[str, Any], run_id: str | None) -> str | None:
+    """The id of the input message of ``run_id`` (default: the latest run's), or ``None``."""
+    found = None
+    for raw in state.get("messages") or []:
+        data = message_dict(raw)
+        kwargs = data.get("additional_kwargs") or {}
+        if data.get("type") == "human" and _editable(kwargs) and (run_id is None or kwargs["run_id"] == run_id):
+            found = data.get("id")
+            if run_id is not None:
+                break
+    return found
+
+
+def _before_message(state: Mapping[str, Any], message_id: str | None) -> Mapping[str, Any]:
+    """``state`` cut before the message ``message_id`` (whole when it is not there)."""
+    messages = list(state.get("messages") or [])
+    for index, raw in enumerate(messages):
+        if message_id is not None and message_dict(raw).get("id") == message_id:
+            return {**state, "messages": messages[:index]}
+    return state
+
+
+def _goal_banner(data: Mapping[str, Any], previous: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The goal banner's fields from a goal (``thread.get_goal()``) or a ``goal_evaluation`` event."""
+    last = data.get("last_evaluation") or {}
+    out = dict(previous or {})
+    out.update(active=True, objective=str(data.get("objective") or out.get("objective") or ""),
+               continuations=int(data.get("continuations") or 0),
+               max_continuations=int(data.get("max_continuations") or out.get("max_continuations") or 0))
+    if "decision" in data:  # an evaluation event
+        out.update(decision=data["decision"], blocker=data.get("blocker"), reason=data.get("reason") or "",
+                   stand_down_reason=data.get("stand_down_reason"), met=data["decision"] == "met")
+        out["active"] = data["decision"] != "met"
+    elif last:
+        out.update(blocker=last.get("blocker"), reason=last.get("reason") or "",
+                   stand_down_reason=last.get("stand_down_reason"), met=False)
+    return out
