@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from deerflow_nb.config.loader import format_loc, resolve_env_values
 from deerflow_nb.errors import ConfigError
@@ -23,6 +23,7 @@ from deerflow_nb.utils.files import atomic_write_text
 __all__ = [
     "EXTENSIONS_PATH_ENV",
     "ExtensionsConfig",
+    "McpOAuthConfig",
     "McpRoutingConfig",
     "McpServerConfig",
     "McpToolOverride",
@@ -71,6 +72,38 @@ class McpToolOverride(BaseModel):
     routing: McpRoutingConfig | None = None
 
 
+class McpOAuthConfig(BaseModel):
+    """OAuth for an SSE / HTTP server: a token from ``token_url``, sent as ``Authorization``, refreshed.
+
+    The token is fetched before the first request, fetched again ``refresh_skew_seconds`` before it
+    expires, and once more when the server answers 401 (then the request is retried once).
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    enabled: bool = True
+    token_url: str = Field(min_length=1, description="The OAuth token endpoint.")
+    grant_type: Literal["client_credentials", "refresh_token"] = "client_credentials"
+    client_id: str | None = None
+    client_secret: str | None = None
+    refresh_token: str | None = Field(default=None, description="For grant_type refresh_token; a rotated "
+                                      "refresh token in a response replaces it (in memory).")
+    scope: str | None = None
+    audience: str | None = None
+    token_field: str = "access_token"
+    token_type_field: str = "token_type"
+    expires_in_field: str = "expires_in"
+    default_token_type: str = "Bearer"
+    refresh_skew_seconds: float = Field(default=60, ge=0)
+    extra_token_params: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _grant_needs(self) -> McpOAuthConfig:
+        if self.grant_type == "refresh_token" and not self.refresh_token:
+            raise ValueError("refresh_token is required for grant_type refresh_token")
+        return self
+
+
 class McpServerConfig(BaseModel):
     """One MCP server (stdio, SSE or streamable HTTP)."""
 
@@ -84,6 +117,7 @@ class McpServerConfig(BaseModel):
     cwd: str | None = None
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
+    oauth: McpOAuthConfig | None = Field(default=None, description="OAuth token flow (SSE / HTTP servers).")
     description: str | None = None
     tool_call_timeout: float | None = None
     routing: McpRoutingConfig | None = Field(default=None, description="Routing hints for all of its tools.")

@@ -30,8 +30,12 @@ def mcp_tmp_dir(workspace: Path) -> Path:
     return workspace / ".mcp" / "tmp"
 
 
-def connection_for(name: str, server: McpServerConfig, *, workspace: Path | None = None) -> dict[str, Any]:
+def connection_for(name: str, server: McpServerConfig, *, workspace: Path | None = None,
+                   auth: Any = None) -> dict[str, Any]:
     """The connection dict for ``server``; ``workspace`` is the thread workspace (stdio only).
+
+    ``auth`` (SSE / HTTP): an ``httpx.Auth`` for the server's HTTP client, e.g. its
+    :class:`~deerflow_nb.mcp.oauth.McpOAuth`.
 
     Raises:
         ConfigError: a required field is missing; the key names the server and field.
@@ -62,4 +66,6 @@ def connection_for(name: str, server: McpServerConfig, *, workspace: Path | None
     connection: dict[str, Any] = {"transport": transport, "url": server.url}
     if server.headers:
         connection["headers"] = dict(server.headers)
+    if auth is not None:
+        connection["auth"] = auth
     return connection

@@ -27,7 +27,8 @@ from deerflow_nb.mcp.sessions import McpSessionPool, SessionKey, open_session
 if TYPE_CHECKING:  # the mcp package is optional and slow to import: load it on first use
     from mcp import types as mcp_types
 
-__all__ = ["RESERVED_NAMES", "McpToolSet", "convert_result", "describe_error", "discover_tools", "make_mcp_tool"]
+__all__ = ["RESERVED_NAMES", "McpToolSet", "convert_result", "describe_error", "discover_tools", "make_mcp_tool",
+           "oauth_for"]
 
 logger = logging.getLogger(__name__)
 
@@ -103,11 +104,11 @@ def convert_result(result: mcp_types.CallToolResult, user_data: Path | None = No
 
 
 def make_mcp_tool(server_name: str, server: McpServerConfig, spec: mcp_types.Tool, pool: McpSessionPool,
-                  *, name: str | None = None, generation: str = "") -> BaseTool:
+                  *, name: str | None = None, generation: str = "", auth: Any = None) -> BaseTool:
     """A LangChain tool calling ``spec`` on ``server_name`` in the current run's thread.
 
     Session keys end with ``generation`` (the config signature) so sessions of an older
-    config can be told apart and closed.
+    config can be told apart and closed. ``auth``: the server's ``httpx.Auth`` (OAuth), if any.
     """
     tool_name = name or spec.name
 
@@ -124,7 +125,7 @@ def make_mcp_tool(server_name: str, server: McpServerConfig, spec: mcp_types.Too
         def connection() -> dict[str, Any]:
             if workspace is not None:
                 workspace.mkdir(parents=True, exist_ok=True)
-            return connection_for(server_name, server, workspace=workspace)
+            return connection_for(server_name, server, workspace=workspace, auth=auth)
 
         result = await pool.call_tool(key, connection, spec.name, arguments, timeout=server.tool_call_timeout)
         return convert_result(result, user_data)
@@ -141,8 +142,18 @@ def make_mcp_tool(server_name: str, server: McpServerConfig, spec: mcp_types.Too
     )
 
 
-async def _list_tools(name: str, server: McpServerConfig, probe_dir: Path) -> list[mcp_types.Tool]:
-    connection = connection_for(name, server)
+def oauth_for(name: str, server: McpServerConfig) -> Any:
+    """The server's :class:`~deerflow_nb.mcp.oauth.McpOAuth`, or ``None`` (no OAuth, disabled, or stdio)."""
+    if server.oauth is None or not server.oauth.enabled or is_stdio(server):
+        return None
+    from deerflow_nb.mcp.oauth import McpOAuth
+
+    return McpOAuth(name, server.oauth)
+
+
+async def _list_tools(name: str, server: McpServerConfig, probe_dir: Path, auth: Any = None
+                      ) -> list[mcp_types.Tool]:
+    connection = connection_for(name, server, auth=auth)
     if connection["transport"] == "stdio" and connection.get("cwd") is None:
         probe_dir.mkdir(parents=True, exist_ok=True)
         connection["cwd"] = str(probe_dir)
@@ -171,8 +182,10 @@ async def discover_tools(config: ExtensionsConfig, pool: McpSessionPool, probe_d
         reason = "MCP support is not installed: pip install 'deerflow-nb[mcp]'"
         logger.warning(reason)
         return McpToolSet(errors=dict.fromkeys(names, reason))
+    # one token holder per server for discovery and all its sessions under this config
+    auths = {n: oauth_for(n, servers[n]) for n in names}
     results = await asyncio.gather(
-        *(asyncio.wait_for(_list_tools(n, servers[n], probe_dir), _DISCOVERY_TIMEOUT) for n in names),
+        *(asyncio.wait_for(_list_tools(n, servers[n], probe_dir, auths[n]), _DISCOVERY_TIMEOUT) for n in names),
         return_exceptions=True,
     )
     found = McpToolSet()
@@ -190,5 +203,5 @@ async def discover_tools(config: ExtensionsConfig, pool: McpSessionPool, probe_d
                 continue
             taken.add(tool_name)
             found.tools.append(make_mcp_tool(server_name, servers[server_name], spec, pool, name=tool_name,
-                                             generation=generation))
+                                             generation=generation, auth=auths[server_name]))
     return found

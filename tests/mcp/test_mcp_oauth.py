@@ -1,0 +1,98 @@
+"""MCP OAuth against a real streamable-HTTP MCP server and token endpoint on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from langchain_core.messages import ToolMessage
+
+from deerflow_nb.config.extensions import McpOAuthConfig, McpServerConfig
+from deerflow_nb.errors import ConfigError
+from deerflow_nb.mcp.oauth import McpOAuth, OAuthTokenError
+from tests.mcp.oauth_server import CLIENT_ID, OAuthMcpServer
+
+
+def _call(tool: str, **args) -> dict:
+    return {"content": "", "tool_calls": [{"name": tool, "args": args}]}
+
+
+def _entry(server: OAuthMcpServer, **oauth) -> dict:
+    return {"type": "http", "url": f"{server.url}/mcp", "oauth": {
+        "token_url": f"{server.url}/token", "client_id": CLIENT_ID, "client_secret": "$MCP_CLIENT_SECRET", **oauth}}
+
+
+def test_agent_gets_a_token_reuses_it_and_refreshes_once_on_401(make_agent, monkeypatch):
+    monkeypatch.setenv("MCP_CLIENT_SECRET", "s3cret")  # resolved from the environment, written unresolved
+    with OAuthMcpServer() as server:
+        agent = make_agent([_call("add", a=2, b=3), "five", _call("add", a=4, b=4), "eight"],
+                           persistence="memory")
+        agent.update_mcp_config({"secured": _entry(server)})
+        assert [t["name"] for t in agent.mcp.tools()] == ["add"] and agent.mcp.errors == {}
+        thread = agent.thread()
+        assert thread.chat("2+3?") == "five"
+        assert server.issued == ["client_credentials"] and server.unauthorized == 0  # one token, discovery + call
+
+        server.revoke_all()  # the server now answers 401 to that token
+        assert thread.chat("4+4?") == "eight"
+        assert [m.content for m in thread.messages if isinstance(m, ToolMessage)] == ["5", "8"]
+        assert server.issued == ["client_credentials"] * 2 and server.unauthorized >= 1  # one refresh, retried
+        assert server.seen[-1] == "Bearer tok-2"
+        assert agent.get_mcp_config()["mcp_servers"]["secured"]["oauth"]["client_secret"] == "$MCP_CLIENT_SECRET"
+
+
+def test_a_refused_token_request_is_reported_without_the_secret(make_agent, monkeypatch):
+    monkeypatch.setenv("MCP_CLIENT_SECRET", "wrong-secret")
+    with OAuthMcpServer() as server:
+        agent = make_agent(persistence="memory")
+        agent.update_mcp_config({"secured": _entry(server)})
+        assert agent.mcp.tools() == []
+        error = agent.mcp.errors["secured"]
+        assert "OAuthTokenError" in error and "answered 401" in error and "wrong-secret" not in error
+        assert server.unauthorized == 0  # nothing was sent to the MCP endpoint without a token
+
+
+@pytest.mark.asyncio
+async def test_refresh_before_expiry_and_rotating_refresh_tokens():
+    now = [1000.0]
+    with OAuthMcpServer(expires_in=120) as server:
+        auth = McpOAuth("secured", McpOAuthConfig(token_url=f"{server.url}/token", grant_type="refresh_token",
+                                                  refresh_token="rt-1", refresh_skew_seconds=60),
+                        clock=lambda: now[0])
+        async with httpx.AsyncClient(auth=auth) as client:
+            assert (await client.get(f"{server.url}/ping")).text == "pong"
+            now[0] += 30  # 90 s left: more than the skew, the token is reused
+            assert (await client.get(f"{server.url}/ping")).status_code == 200
+            assert auth.fetches == 1
+            now[0] += 31  # 59 s left: within the skew, a new token before the request is sent
+            assert (await client.get(f"{server.url}/ping")).status_code == 200
+        assert auth.fetches == 2 and server.unauthorized == 0
+        assert server.refresh_tokens_used == ["rt-1", "rt-2"]  # the rotated refresh token was used
+        assert server.seen == ["Bearer tok-1", "Bearer tok-1", "Bearer tok-2"]
+
+
+@pytest.mark.asyncio
+async def test_token_endpoint_answers_that_are_not_tokens_raise():
+    with OAuthMcpServer() as server:
+        auth = McpOAuth("s", McpOAuthConfig(token_url=f"{server.url}/token-broken"))
+        with pytest.raises(OAuthTokenError, match="without a 'access_token' string"):
+            await auth.authorization()
+        unreachable = McpOAuth("s", McpOAuthConfig(token_url=f"{server.url}/token-missing"))
+        with pytest.raises(OAuthTokenError, match="answered 404"):
+            await unreachable.authorization()
+
+
+def test_oauth_config_is_validated():
+    with pytest.raises(ValueError, match="refresh_token is required"):
+        McpOAuthConfig(token_url="http://t", grant_type="refresh_token")
+    server = McpServerConfig.model_validate({"type": "sse", "url": "http://x", "oauth": {"token_url": "http://t"}})
+    assert server.oauth is not None and server.oauth.refresh_skew_seconds == 60
+
+
+def test_invalid_oauth_config_is_refused_naming_the_field(make_agent):
+    agent = make_agent(persistence="memory")
+    with pytest.raises(ConfigError, match=r"mcp_servers\.s\.oauth\.grant_type"):
+        agent.update_mcp_config({"s": {"type": "http", "url": "http://x", "oauth": {
+            "token_url": "http://t", "grant_type": "password"}}})
+    assert json.loads(json.dumps(agent.get_mcp_config())) == {"mcp_servers": {}}
