@@ -521,11 +521,16 @@ class Runtime:
 
         providers = enabled_providers()  # a tracer switched on without its keys: refused before storing
         store = await self.store()
+        carried: dict[str, Any] = {}
         if checkpoint_id is not None:  # the thread and the checkpoint must exist: a refusal creates nothing
             await self._checkpoint_tuple(store, thread_id, user_id, checkpoint_id)
+            if replay_metadata(metadata):  # a regenerate / edit keeps the newest title (a later rename stays)
+                title = (await store.get_thread(thread_id, user_id)).title
+                carried = {"title": title} if title and title.strip() else {}
         await store.ensure_thread(thread_id, user_id)
         run_id = str(uuid.uuid4())
         input_message = self.new_input(message, run_id)
+        graph_input: dict[str, Any] = {"messages": [input_message], **carried}
         resolved = self.resolve_model(options)
         model_name = resolved[1]
         context = RunContext(
@@ -589,7 +594,7 @@ class Runtime:
                 # the middlewares find both ready and skip their own worker-thread hops
                 context.extra["thread_dirs_ready"] = True
                 context.extra["sandbox_id"] = sandbox_id
-                async for event in agent_run(graph, {"messages": [input_message]}, context=context, config=traced,
+                async for event in agent_run(graph, graph_input, context=context, config=traced,
                                              input_message=input_message, events=store.events, user_data=user_data,
                                              stream_tokens=stream_tokens, stream_updates=stream_updates,
                                              workspace_before=before,

@@ -174,3 +174,14 @@ def test_the_checked_out_branch_survives_a_restart(tmp_path):
     with two_backend_client("embedded", tmp_path, CONFIG) as client:
         again = client.thread(thread_id)
         assert _current(again)["branch_id"] == original["branch_id"] and len(again.branches()) == 2
+
+
+def test_a_rerun_keeps_a_later_rename(agent):
+    thread = agent.thread()
+    thread.chat("hello one")
+    thread.rename("Renamed later")
+    thread.regenerate()  # from the first checkpoint, which has no title yet
+    assert thread.title == "Renamed later"
+    assert {t["thread_id"]: t["title"] for t in agent.threads()}[thread.id] == "Renamed later"
+    run = thread.start_edit(thread.messages[0].id, "hello uno")
+    assert run.wait() == "Answer to uno." and thread.title == "Renamed later"
