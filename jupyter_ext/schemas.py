@@ -132,6 +132,8 @@ class RunOptionsModel(BaseModel):
     plan_mode: bool | None = None
     subagent_enabled: bool | None = None
     non_interactive: bool | None = None
+    max_concurrent_subagents: int | None = Field(default=None, ge=1, le=4,
+                                                 description="This run's task calls per model response.")
 
 
 class RunConfig(BaseModel):
@@ -212,7 +214,7 @@ class RunCreateRequest(_Body):
                                   **(self.context.model_dump(exclude_none=True) if self.context else {})}
         names = {"model_name": "model_name", "thinking_enabled": "thinking_enabled", "is_plan_mode": "plan_mode",
                  "plan_mode": "plan_mode", "subagent_enabled": "subagent_enabled",
-                 "non_interactive": "non_interactive"}
+                 "non_interactive": "non_interactive", "max_concurrent_subagents": "max_concurrent_subagents"}
         options = {target: merged[key] for key, target in names.items() if key in merged}
         if self.config is not None and self.config.recursion_limit:
             options["recursion_limit"] = self.config.recursion_limit

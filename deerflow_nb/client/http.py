@@ -41,7 +41,7 @@ CLIENT_STREAM_MODES = ["values", "messages-tuple", "updates", "custom", "end", "
 _CHUNK_ONLY = ("tool_call_chunks", "chunk_position")
 
 _RUN_OPTIONS = frozenset({"model_name", "thinking_enabled", "plan_mode", "subagent_enabled", "recursion_limit",
-                          "non_interactive", "timeout"})
+                          "non_interactive", "timeout", "max_concurrent_subagents"})
 #: DeerFlow routes without a thread: name -> (method, path, what the remaining arguments are).
 #: ``{}`` in the path takes the first argument; then ``""``: nothing more, ``"*"``: the JSON body,
 #: another string: the one field of the body, a tuple: query parameters in that order.

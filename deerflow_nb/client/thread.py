@@ -167,8 +167,9 @@ class Thread:
         If the agent asks for human input, ``responses`` answers it headlessly;
         without it :class:`~deerflow_nb.errors.HumanInputRequired` is raised.
         Options: ``model_name``, ``thinking_enabled``, ``plan_mode``, ``subagent_enabled``,
-        ``recursion_limit``, ``non_interactive``, ``timeout``. ``data={"name": obj}`` attaches kernel
-        objects as files; ``checkpoint_id`` runs from that checkpoint, as a new branch (see :meth:`start`).
+        ``recursion_limit``, ``non_interactive``, ``max_concurrent_subagents`` (1-4), ``timeout``.
+        ``data={"name": obj}`` attaches kernel objects as files; ``checkpoint_id`` runs from that
+        checkpoint, as a new branch (see :meth:`start`).
         """
         return self._loop.run(self._achat(message, responses, options, secrets, data, checkpoint_id),
                               method="Thread.chat")

@@ -28,6 +28,7 @@ __all__ = [
     "SandboxConfig",
     "SkillsConfig",
     "StreamBridgeConfig",
+    "SubagentTokenBudget",
     "SubagentsConfig",
     "SummarizationConfig",
     "TitleConfig",
@@ -182,7 +183,17 @@ class SubagentsConfig(BaseModel):
     max_total_per_run: int = 6
     timeout_seconds: float = Field(default=1800, gt=0)
     max_turns: int = Field(default=50, gt=0)
+    token_budget: SubagentTokenBudget = Field(default_factory=lambda: SubagentTokenBudget())
     custom: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class SubagentTokenBudget(_Section):
+    """Tokens one subagent may spend before it must answer (``stop_reason: token_capped``)."""
+
+    max_tokens: int | None = Field(default=None, gt=0, description="Default: 1,000,000 with summarization "
+                                   "enabled, 2,000,000 without.")
+    warn_ratio: float = Field(default=0.7, gt=0, le=1, description="Share of the budget at which the subagent "
+                              "is told to wrap up.")
 
 
 class GuardrailRule(_Section):

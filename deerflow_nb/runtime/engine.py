@@ -117,14 +117,23 @@ class RunOptions:
     timeout: float | None = None
     #: No human at hand: no ``ask_clarification``; the model proceeds on stated assumptions.
     non_interactive: bool = False
+    #: This run's ``task`` calls per model response (1-4; default: ``subagents.max_concurrent_subagents``).
+    max_concurrent_subagents: int | None = None
 
     def merged(self, **overrides: Any) -> RunOptions:
-        """A copy with the non-``None`` overrides applied (unknown names are an error)."""
+        """A copy with the non-``None`` overrides applied (unknown names and invalid values are an error)."""
         unknown = set(overrides) - set(self.__dataclass_fields__)
         if unknown:
             raise UsageError(f"unknown run option(s): {', '.join(sorted(unknown))}; "
                              f"known: {', '.join(self.__dataclass_fields__)}")
+        check_max_concurrent_subagents(overrides.get("max_concurrent_subagents"))
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def check_max_concurrent_subagents(value: Any) -> None:
+    """Refuse a ``max_concurrent_subagents`` run option that is not a whole number from 1 to 4."""
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 4):
+        raise UsageError(f"max_concurrent_subagents must be a whole number from 1 to 4, got {value!r}")
 
 
 class Runtime:
@@ -540,6 +549,8 @@ class Runtime:
             subagent_enabled=options.subagent_enabled, secrets=dict(secrets or {}),
             profile=self.profile_for(resolved[0], model_name),
         )
+        if options.max_concurrent_subagents is not None:  # read by SubagentLimitMiddleware
+            context.extra["max_concurrent_subagents"] = options.max_concurrent_subagents
         trace = RunTrace(thread_id=thread_id, user_id=user_id, run_id=run_id, assistant_id=assistant_id,
                          model_name=model_name, providers=providers)
         context.extra[TRACE_ID_KEY] = trace.trace_id

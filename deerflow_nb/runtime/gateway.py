@@ -310,7 +310,8 @@ class Gateway:
         return SubagentsResponse(subagents=[
             SubagentInfo(name=s.name, description=s.description, tools=s.tools, model=s.model,
                          max_turns=s.max_turns or limits.max_turns,
-                         timeout_seconds=s.timeout_seconds or limits.timeout_seconds)
+                         timeout_seconds=s.timeout_seconds or limits.timeout_seconds,
+                         token_budget=s.token_budget or limits.token_budget)
             for s in resolve_subagents(config).values()]).model_dump()
 
     # -- scheduled tasks (agent.schedules) -----------------------------------------------

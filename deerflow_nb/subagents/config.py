@@ -11,6 +11,7 @@
           model: gpt-4o-mini                 # default: the lead agent's model
           max_turns: 20
           timeout_seconds: 300
+          token_budget: 200000               # tokens per run, then it must answer (token_capped)
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from deerflow_nb.errors import ConfigError
 
 __all__ = [
     "BUILTIN_SUBAGENTS",
+    "DEFAULT_TOKEN_BUDGET",
     "EXCLUDED_TOOLS",
     "SubagentLimits",
     "SubagentSpec",
@@ -58,6 +60,8 @@ class SubagentSpec(BaseModel):
     model: str | None = Field(default=None, description="A configured model name (default: the lead's).")
     max_turns: int | None = Field(default=None, gt=0)
     timeout_seconds: float | None = Field(default=None, gt=0)
+    token_budget: int | None = Field(default=None, gt=0, description="Tokens per run (default: "
+                                     "subagents.token_budget.max_tokens).")
 
     def full_prompt(self) -> str:
         """The subagent's system prompt: common rules plus its own instructions."""
@@ -124,14 +128,24 @@ class SubagentLimits:
     max_total_per_run: int
     timeout_seconds: float
     max_turns: int
+    #: Tokens one subagent run may spend; the model is told to wrap up at ``token_warn_ratio`` of it.
+    token_budget: int = 2_000_000
+    token_warn_ratio: float = 0.7
+
+
+#: ``subagents.token_budget.max_tokens`` when unset: with summarization on, less history is resent per call.
+DEFAULT_TOKEN_BUDGET = {True: 1_000_000, False: 2_000_000}
 
 
 def resolve_limits(config: AppConfig) -> SubagentLimits:
     """Clamp the configured limits: concurrency to 1-4, the per-run total to 1-50."""
     section = config.subagents
+    budget = section.token_budget
     return SubagentLimits(
         max_concurrent=clamp(section.max_concurrent_subagents, 1, 4),
         max_total_per_run=clamp(section.max_total_per_run, 1, 50),
         timeout_seconds=float(section.timeout_seconds),
         max_turns=int(section.max_turns),
+        token_budget=budget.max_tokens or DEFAULT_TOKEN_BUDGET[bool(config.summarization.enabled)],
+        token_warn_ratio=budget.warn_ratio,
     )

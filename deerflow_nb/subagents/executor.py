@@ -43,6 +43,7 @@ from deerflow_nb.config.schema import AppConfig
 from deerflow_nb.context import RunContext
 from deerflow_nb.subagents.config import SubagentSpec, resolve_limits
 from deerflow_nb.subagents.steps import STEP_MAX_CHARS, SubagentResult, build_step, merge_usage_totals
+from deerflow_nb.subagents.token_budget import TokenBudgetMiddleware
 
 __all__ = ["ModelResolver", "StreamWriter", "SubagentExecutor", "ToolsProvider", "subagent_middlewares"]
 
@@ -56,8 +57,11 @@ StreamWriter = Callable[[Any], None]
 _MAX_GRAPHS = 16
 
 
-def subagent_middlewares(config: AppConfig) -> list[Any]:
-    """The subagent chain: the lead's safety middlewares, without memory, title, skills or uploads."""
+def subagent_middlewares(config: AppConfig, token_budget: int | None = None) -> list[Any]:
+    """The subagent chain: the lead's safety middlewares, without memory, title, skills or uploads.
+
+    ``token_budget``: the subagent's token budget (default: ``subagents.token_budget``).
+    """
     chain: list[Any] = [
         ToolOutputBudgetMiddleware(config.tool_output_budget.max_chars),
         ThreadDataMiddleware(),
@@ -72,6 +76,8 @@ def subagent_middlewares(config: AppConfig) -> list[Any]:
     chain += [ToolErrorHandlingMiddleware(), SystemMessageCoalescingMiddleware()]
     if config.loop_detection.enabled:
         chain.append(LoopDetectionMiddleware(config.loop_detection.warn_threshold, config.loop_detection.hard_limit))
+    limits = resolve_limits(config)
+    chain.append(TokenBudgetMiddleware(token_budget or limits.token_budget, limits.token_warn_ratio))
     chain.append(ModelLengthFinishReasonMiddleware())
     return chain
 
@@ -134,7 +140,8 @@ class SubagentExecutor:
             model,
             tools=tools,
             system_prompt=spec.full_prompt(),
-            middleware=[MiddlewareChain(subagent_middlewares(config), name="SubagentMiddlewareChain")],
+            middleware=[MiddlewareChain(subagent_middlewares(config, spec.token_budget),
+                                        name="SubagentMiddlewareChain")],
             state_schema=ThreadState,
             context_schema=RunContext,
             checkpointer=None,

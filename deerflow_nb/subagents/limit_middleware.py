@@ -6,16 +6,19 @@ from typing import Any
 
 from langchain.agents.middleware import ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ModelCallResult
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, SystemMessage
 
 from deerflow_nb.agent.middlewares._base import ModelCallMiddleware, context_of, last_ai
 from deerflow_nb.agent.middlewares.model_length_finish_reason import STOP_REASON_KEY
+from deerflow_nb.subagents.config import clamp
 from deerflow_nb.subagents.task_tool import TASK_TOOL_NAME
 
-__all__ = ["LAUNCHED_KEY", "SubagentLimitMiddleware", "limit_note"]
+__all__ = ["CONCURRENCY_KEY", "LAUNCHED_KEY", "SubagentLimitMiddleware", "limit_note"]
 
 #: ``context.extra`` key counting the task calls let through in this run.
 LAUNCHED_KEY = "subagents_launched"
+#: ``context.extra`` key of the run's ``max_concurrent_subagents`` option (1-4).
+CONCURRENCY_KEY = "max_concurrent_subagents"
 
 
 def limit_note(max_total: int) -> str:
@@ -42,6 +45,20 @@ class SubagentLimitMiddleware(ModelCallMiddleware):
         self.max_concurrent = max_concurrent
         self.max_total = max_total
 
+    def _concurrent(self, request: ModelRequest) -> int:
+        override = context_of(request).extra.get(CONCURRENCY_KEY)
+        return clamp(override, 1, 4) if isinstance(override, int) else self.max_concurrent
+
+    def prepare(self, request: ModelRequest) -> ModelRequest:
+        """A per-run ``max_concurrent_subagents``: the prompt quotes the limit this run enforces."""
+        limit = self._concurrent(request)
+        system = request.system_message
+        if limit == self.max_concurrent or system is None or not isinstance(system.content, str):
+            return request
+        note = (f"\nFor this run: at most {limit} task calls per response (this replaces the limit of "
+                f"{self.max_concurrent} stated above; extra calls are dropped).")
+        return request.override(system_message=SystemMessage(content=system.content + note))
+
     def finish(self, request: ModelRequest, response: ModelResponse) -> ModelCallResult:
         """Truncate the response's task calls to what the limits allow."""
         message = last_ai(response)
@@ -52,7 +69,7 @@ class SubagentLimitMiddleware(ModelCallMiddleware):
             return response
         extra = context_of(request).extra
         used = int(extra.get(LAUNCHED_KEY, 0))
-        allowed = max(0, min(self.max_concurrent, self.max_total - used))
+        allowed = max(0, min(self._concurrent(request), self.max_total - used))
         extra[LAUNCHED_KEY] = used + min(allowed, len(tasks))
         if len(tasks) <= allowed:
             return response

@@ -18,6 +18,8 @@ class SubagentInfo(BaseModel):
     model: str | None
     max_turns: int
     timeout_seconds: float
+    #: Tokens one run of this subagent may spend (``stop_reason: token_capped`` when it does).
+    token_budget: int
 
 
 class SubagentsResponse(BaseModel):
