@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from deerflow_nb.config.compat import split_unimplemented
 from deerflow_nb.config.schema import AppConfig
 from deerflow_nb.errors import ConfigError
 
@@ -99,6 +100,7 @@ def resolve_env_values(data: Any, *, source: str = "config", _loc: tuple[Any, ..
 
 
 _WARNED_OLD: set[str] = set()
+_WARNED_IGNORED: set[tuple[str, tuple[str, ...]]] = set()
 
 
 def _parse(text: str, source: str) -> AppConfig:
@@ -110,6 +112,15 @@ def _parse(text: str, source: str) -> AppConfig:
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: the top level must be a mapping, got {type(raw).__name__}", path=source)
+    # sections and keys of the original DeerFlow that are not implemented here: named once, not
+    # validated, and left out before their $VARIABLES are resolved (an unset one must not fail them)
+    try:
+        raw, ignored = split_unimplemented(raw, set(AppConfig.model_fields))
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}", key=exc.key, path=source) from None
+    if ignored and (source, tuple(ignored)) not in _WARNED_IGNORED:
+        _WARNED_IGNORED.add((source, tuple(ignored)))
+        logger.warning("%s: ignoring settings this version does not implement: %s", source, ", ".join(ignored))
     raw = resolve_env_values(raw, source=source)
     try:
         config = AppConfig.model_validate(raw)
