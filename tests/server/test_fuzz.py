@@ -7,7 +7,8 @@ invalid request must be refused with a 4xx. The total number of requests is coun
 must reach :data:`MIN_REQUESTS`, so the test cannot pass by generating nothing.
 
 Path parameters are half of the time real ids (a thread, a finished run on it, its checkpoint,
-a model, a skill; otherwise random), so the handlers behind the 404 are reached too. Operations that destroy
+a model, a skill, the last scheduled task and memory fact a fuzzed request created; otherwise
+random), so the handlers behind the 404 are reached too. Operations that destroy
 them (``DELETE`` of the thread or the run) are fuzzed like every other; the fixture is
 rebuilt after each successful delete, so later operations see the same world. Nothing is
 excluded: streams of finished runs end at once, runs use a scripted model.
@@ -47,6 +48,8 @@ EXAMPLES = int(os.environ.get("DEERFLOW_FUZZ_EXAMPLES", "20"))
 #: The least number of requests the test must have sent.
 MIN_REQUESTS = 1000
 MSG = {"messages": [{"role": "user", "content": "hello"}]}
+#: ``POST`` routes whose answer's ``id`` is the path parameter of the routes under them.
+CREATES = {"/scheduled-tasks": "task_id", "/memory/facts": "fact_id"}
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
 
@@ -69,6 +72,7 @@ class World:
         self.client = httpx.Client(base_url=server.api, headers=server.headers(), timeout=120)
         self.thread_id = "fuzz-thread"
         self.run_id = self.checkpoint_id = ""
+        self.learned: dict[str, str] = {}  # ids the fuzzed requests created (a scheduled task, a memory fact)
         self.skill = self.client.get("/skills").raise_for_status().json()["skills"][0]["name"]
         self.build()
 
@@ -83,8 +87,18 @@ class World:
 
     def ids(self, path: str) -> dict[str, str]:
         """Real values for the path parameters of ``path``."""
-        return {"thread_id": self.thread_id, "run_id": self.run_id, "checkpoint_id": self.checkpoint_id,
-                "assistant_id": "lead_agent", "name": "scripted" if path.startswith("/models") else self.skill}
+        return {**self.learned, "thread_id": self.thread_id, "run_id": self.run_id,
+                "checkpoint_id": self.checkpoint_id, "assistant_id": "lead_agent",
+                "name": "scripted" if path.startswith("/models") else self.skill}
+
+    def learn(self, case: Any, response: Any) -> None:
+        """Remember the id of what a successful ``POST`` created, for the routes that take it."""
+        param = CREATES.get(case.path)
+        if param is None or case.method.upper() != "POST" or not 200 <= response.status_code < 300:
+            return
+        body = response.json()
+        if isinstance(body, dict) and isinstance(body.get("id"), str):
+            self.learned[param] = body["id"]
 
     def repair(self, case: Any, status: int) -> None:
         """Rebuild after a successful ``DELETE`` of the thread or of the run."""
@@ -97,7 +111,7 @@ class World:
 
 def cases(operation: Any, mode: GenerationMode, world: World) -> st.SearchStrategy[Any]:
     """The operation's cases; half of them with real ids as path parameters (read when drawn)."""
-    names = {p.name for p in operation.path_parameters} & set(world.ids(operation.path))
+    names = {p.name for p in operation.path_parameters} & (set(world.ids(operation.path)) | set(CREATES.values()))
     if not names:
         return operation.as_strategy(generation_mode=mode)
     return st.booleans().flatmap(lambda use: operation.as_strategy(generation_mode=mode, path_parameters={
@@ -118,6 +132,7 @@ def fuzz(operation: Any, mode: GenerationMode, server: JupyterServer, world: Wor
         sent[operation.label] += 1
         statuses[operation.label, response.status_code] += 1
         world.repair(case, response.status_code)
+        world.learn(case, response)
         case.validate_response(response, checks=checks, headers=server.headers())
 
     one()
@@ -125,7 +140,9 @@ def fuzz(operation: Any, mode: GenerationMode, server: JupyterServer, world: Wor
 
 def test_generated_requests_get_documented_non_5xx_answers(server):
     # the token is sent with every request, so the security scheme's header is not a generated (droppable) parameter
-    config = schemathesis.Config.from_dict({"generation": {"with-security-parameters": False}})
+    # and invalid input is refused with any 4xx (413 for a body over the size limits too)
+    config = schemathesis.Config.from_dict({"generation": {"with-security-parameters": False},
+                                            "checks": {"negative_data_rejection": {"expected-statuses": ["4XX"]}}})
     schema = schemathesis.openapi.from_url(f"{server.api}/openapi.json", config=config, headers=server.headers(),
                                            timeout=60)
     world = World(server)
