@@ -98,3 +98,16 @@ def test_trigger_runs_now_and_refuses_a_second_active_run(agent):
     task = agent.schedules.get(task["id"])
     assert task["run_count"] == 2 and task["last_run_id"] == second["run_id"]
     agent.schedules.delete(task["id"])
+
+
+def test_the_scheduler_loop_is_the_servers(agent):
+    from deerflow_nb.client.http import HttpBackend
+
+    if isinstance(agent.backend, HttpBackend):  # the server runs its own; a client cannot start one there
+        with pytest.raises(UsageError, match="embedded"):
+            agent.schedules.start_scheduler()
+    else:  # a kernel is not a scheduler unless asked
+        runtime = agent.backend.local("runtime")
+        assert not runtime.schedules.running
+        agent.schedules.start_scheduler(poll_seconds=3600)
+        assert runtime.schedules.running

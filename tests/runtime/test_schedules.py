@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import pytest
 import yaml
@@ -258,3 +259,17 @@ def test_reconcile_ends_occurrences_whose_run_ended_unwatched(env):
     assert run(runtime, service.reconcile(T0 + 3600)) == 1
     statuses = {r["id"]: r["status"] for r in run(runtime, service.runs("default", task["id"]))["runs"]}
     assert statuses["orphan"] == "interrupted"
+
+
+def test_an_embedded_client_ticks_only_when_asked(env):
+    agent, runtime, service, clock, _ = env
+    service.clock = time.time  # real time: the loop reads the clock itself
+    task = agent.schedules.create("tick", every=1)
+    assert not service.running and agent.schedules.runs(task["id"]) == []  # defined, not dispatched
+    agent.schedules.start_scheduler(poll_seconds=0.1)
+    assert service.running
+    runs = wait_ended(runtime, service, task["id"], count=2)
+    assert {r["trigger"] for r in runs} == {"scheduled"} and {r["status"] for r in runs} <= {"success", "running"}
+    agent.schedules.pause(task["id"])
+    with pytest.raises(UsageError, match="poll_seconds"):
+        agent.schedules.start_scheduler(poll_seconds=0)
