@@ -44,6 +44,7 @@ from deerflow_nb.context import RunContext
 from deerflow_nb.subagents.config import SubagentSpec, resolve_limits
 from deerflow_nb.subagents.steps import STEP_MAX_CHARS, SubagentResult, build_step, merge_usage_totals
 from deerflow_nb.subagents.token_budget import TokenBudgetMiddleware
+from deerflow_nb.tools.tool_search import assemble_deferred_tools, mcp_routing_hints_prompt_section
 
 __all__ = ["ModelResolver", "StreamWriter", "SubagentExecutor", "ToolsProvider", "subagent_middlewares"]
 
@@ -57,10 +58,12 @@ StreamWriter = Callable[[Any], None]
 _MAX_GRAPHS = 16
 
 
-def subagent_middlewares(config: AppConfig, token_budget: int | None = None) -> list[Any]:
+def subagent_middlewares(config: AppConfig, token_budget: int | None = None,
+                         deferred: Sequence[Any] = ()) -> list[Any]:
     """The subagent chain: the lead's safety middlewares, without memory, title, skills or uploads.
 
     ``token_budget``: the subagent's token budget (default: ``subagents.token_budget``).
+    ``deferred``: MCP routing and the deferred-tool filter (``tool_search.enabled``).
     """
     chain: list[Any] = [
         ToolOutputBudgetMiddleware(config.tool_output_budget.max_chars),
@@ -73,7 +76,7 @@ def subagent_middlewares(config: AppConfig, token_budget: int | None = None) -> 
     ]
     if config.read_before_write.enabled:
         chain.append(ReadBeforeWriteMiddleware())
-    chain += [ToolErrorHandlingMiddleware(), SystemMessageCoalescingMiddleware()]
+    chain += [ToolErrorHandlingMiddleware(), *deferred, SystemMessageCoalescingMiddleware()]
     if config.loop_detection.enabled:
         chain.append(LoopDetectionMiddleware(config.loop_detection.warn_threshold, config.loop_detection.hard_limit))
     limits = resolve_limits(config)
@@ -135,12 +138,16 @@ class SubagentExecutor:
         self._graphs: dict[tuple[Any, ...], Any] = {}
 
     def _build(self, spec: SubagentSpec, model: BaseChatModel, config: AppConfig) -> Any:
-        tools = [t for t in self.tools_for(config) if spec.allows(t.name)]
+        # tool_search defers MCP schemas here too; each task run starts with no promotions
+        tools, deferral = assemble_deferred_tools([t for t in self.tools_for(config) if spec.allows(t.name)],
+                                                  config.tool_search)
+        sections = [deferral.prompt_section(),
+                    mcp_routing_hints_prompt_section(tools, deferral.deferred_names, deferral.max_prompt_names)]
         return create_agent(
             model,
             tools=tools,
-            system_prompt=spec.full_prompt(),
-            middleware=[MiddlewareChain(subagent_middlewares(config, spec.token_budget),
+            system_prompt="\n\n".join([spec.full_prompt().rstrip(), *filter(None, sections)]) + "\n",
+            middleware=[MiddlewareChain(subagent_middlewares(config, spec.token_budget, deferral.middlewares()),
                                         name="SubagentMiddlewareChain")],
             state_schema=ThreadState,
             context_schema=RunContext,

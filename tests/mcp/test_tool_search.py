@@ -181,3 +181,44 @@ def test_disabled_binds_every_mcp_schema_as_before(tmp_path, monkeypatch):
     call = read_calls(tmp_path / "calls.jsonl")[0]
     assert SPECIAL <= set(call["tools"]) and len(call["tools"]) > 200 and "tool_search" not in call["tools"]
     assert "<available-deferred-tools>" not in call["system"]
+
+
+def test_subagents_defer_mcp_tools_too(tmp_path, monkeypatch):
+    import yaml
+
+    import deerflow_nb as df
+    from tests.mcp.recording_model import ToolRecordingModel
+
+    def router(messages):
+        first = next(m.text for m in messages if m.type == "human")
+        results = [m for m in messages if isinstance(m, ToolMessage)]
+        if first.startswith("Convert 10 USD"):  # the subagent
+            if not results:
+                return _call("tool_search", query="select:convert_currency")
+            if len(results) == 1:
+                return _call("convert_currency", amount=10, to="EUR")
+            return f"converted: {results[-1].content}"
+        if not results:  # the lead
+            return {"content": "", "tool_calls": [{"name": "task", "args": {
+                "description": "convert", "prompt": "Convert 10 USD to EUR", "subagent_type": "general-purpose"}}]}
+        return "done"
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "extensions_config.json").write_text(json.dumps({"mcpServers": {"big": large_entry()}}))
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"memory": {"enabled": False}, "title": {"enabled": False},
+                                      "tool_search": {"enabled": True}}))
+    model = ToolRecordingModel(responses=[router] * 6, record_to=str(tmp_path / "calls.jsonl"))
+    agent = df.DeerFlow(config, model=model, subagents=True, persistence="memory")
+    try:
+        thread = agent.thread()
+        assert thread.chat("Convert money with a subagent") == "done"
+        result = next(m for m in thread.messages if isinstance(m, ToolMessage) and m.name == "task")
+        assert "converted: 10.0 USD = 5 EUR" in result.content
+    finally:
+        agent.close()
+    calls = read_calls(tmp_path / "calls.jsonl")
+    sub = [c for c in calls if "<available-deferred-tools>" in c["system"] and "task" not in c["tools"]]
+    assert len(sub) == 3
+    assert "tool_search" in sub[0]["tools"] and not set(sub[0]["tools"]) & SPECIAL
+    assert "convert_currency" in sub[1]["tools"] and len(sub[1]["tools"]) < 20
