@@ -137,7 +137,6 @@ class DeerFlowHandler(ExtensionHandlerMixin, APIHandler):
         if self.trace_id is not None:
             self.set_header(TRACE_ID_HEADER, self.trace_id)
 
-
     @property
     def service(self) -> DeerFlowService:
         """The runtime bridge."""
@@ -211,8 +210,8 @@ class DeerFlowHandler(ExtensionHandlerMixin, APIHandler):
             raise _HTTPError(422, _validation_message(exc), "Unprocessable Entity") from None
 
     def query_int(self, name: str, default: int, *, ge: int = 0, le: int = 10_000) -> int:
-        """An integer query argument within ``[ge, le]`` (422 naming it otherwise)."""
-        raw = self.get_query_argument(name, None)
+        """An integer query argument within ``[ge, le]`` (422 naming it otherwise; empty: ``default``)."""
+        raw = self.get_query_argument(name, None, strip=False)  # stripped, a control character would read as empty
         if raw is None or raw == "":
             return default
         try:
@@ -224,8 +223,8 @@ class DeerFlowHandler(ExtensionHandlerMixin, APIHandler):
         return value
 
     def query_choice(self, name: str, default: str | None, choices: tuple[str, ...]) -> str | None:
-        """A query argument from ``choices`` (422 naming it otherwise)."""
-        raw = self.get_query_argument(name, None)
+        """A query argument from ``choices`` (422 naming it otherwise; empty: ``default``)."""
+        raw = self.get_query_argument(name, None, strip=False)
         if raw is None or raw == "":
             return default
         if raw not in choices:

@@ -344,8 +344,9 @@ class UsageHandler(DeerFlowHandler):
     @api_method
     async def get(self) -> None:
         """Token usage and cost of the requesting user's runs, overall and per model."""
+        since = _since(self.get_query_argument("since", None, strip=False))
         self.write_json(await self.service.call(self.service.gateway.usage(
-            self.user_id, self.get_query_argument("thread_id", None), _since(self.get_query_argument("since", None)))))
+            self.user_id, self.get_query_argument("thread_id", None), since)))
 
 
 class ArtifactHandler(DeerFlowHandler):

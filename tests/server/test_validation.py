@@ -65,6 +65,10 @@ async def test_strict_types_and_query_values(jp_fetch):
         assert next(iter(query)) in payload["message"]
     await expect_error(jp_fetch, 422, "threads", tid, "history", params={"limit": "x"})
     await expect_error(jp_fetch, 422, "usage", params={"since": "soon"})
+    for query in ({"since": "\x00"}, {"limit": "\x00"}):  # tornado turns control characters into spaces
+        payload = await expect_error(jp_fetch, 422, *(("usage",) if "since" in query else ("threads", tid, "runs")),
+                                     params=query)
+        assert next(iter(query)) in payload["message"]
     payload = await expect_error(jp_fetch, 422, "memory", "facts", params={"limit": "x"})  # even without ?query=
     assert "limit" in payload["message"]
 
