@@ -540,6 +540,8 @@ class Runtime:
         run_id = str(uuid.uuid4())
         input_message = self.new_input(message, run_id)
         graph_input: dict[str, Any] = {"messages": [input_message], **carried}
+        # an edit rerun that fails, times out or is cancelled gives the thread back the conversation it replaced
+        edit_replay = (replay_metadata(metadata) or {}).get("replay_kind") == "edit"
         resolved = self.resolve_model(options)
         model_name = resolved[1]
         context = RunContext(
@@ -618,10 +620,14 @@ class Runtime:
                         error = event.data.get("message")
                     elif event.type == "end":
                         status = "success" if event.data.get("status", "success") == "success" else "error"
+                        if status != "success" and edit_replay:
+                            await self._undo_edit(graph, store, record, rollback_point)
                     yield event
             except asyncio.CancelledError:
                 status = "interrupted"
-                if not record.rollback_requested:  # keep the partial answer, marked interrupted
+                if edit_replay and not record.rollback_requested:
+                    await asyncio.shield(self._undo_edit(graph, store, record, rollback_point))
+                elif not record.rollback_requested:  # keep the partial answer, marked interrupted
                     await asyncio.shield(self._mark_cancelled(graph, store, record, checkpoint_id,
                                                               rollback_point[0] if rollback_point else None))
                     # a first run cut short before its title was generated: a local one
@@ -675,6 +681,23 @@ class Runtime:
             branch = checkpoint_id if same else None
         await mark_interrupted(graph, record.thread_id, record.run_id, reason="cancelled",
                                partial_texts=record.streamed_texts, checkpoint_id=branch)
+
+    async def _undo_edit(self, graph: Any, store: Store, record: RunRecord,
+                         rollback_point: list[dict[str, Any] | None]) -> None:
+        """An edit rerun that did not succeed: the head it started from becomes the thread's head again.
+
+        As the reference does for ``replay_kind: "edit"`` runs: the edited branch stays in the
+        checkpoints (``thread.branches()``) but the thread shows the conversation it replaced.
+        """
+        if not rollback_point or rollback_point[0] is None:
+            return
+        try:
+            await restore_rollback_point(graph, store.checkpointer, record.thread_id, rollback_point[0])
+            flush = getattr(store.checkpointer, "aflush", None)
+            if flush is not None:
+                await flush()
+        except Exception as exc:  # the outcome is already decided
+            logger.warning("could not restore thread %s after edit run %s: %s", record.thread_id, record.run_id, exc)
 
     def _finish_blocking(self, context: RunContext, status: str) -> None:
         """(Blocking) every plug-in's :meth:`~AgentPlugin.finish_run_blocking`, once per run."""

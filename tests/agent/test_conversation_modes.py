@@ -62,3 +62,19 @@ def test_reruns_and_branches(tmp_path, backend, mode):
                 agent.close()
     finally:
         unfreeze_checkpoint_mode()
+
+
+def test_a_failed_edit_gives_the_conversation_back(tmp_path):
+    from deerflow_nb.testing import ScriptedChatModel
+
+    agent = df.DeerFlow(model=ScriptedChatModel(responses=["First answer.", {"error": "auth"}]),
+                        home=tmp_path / "home")
+    try:
+        thread = agent.thread()
+        thread.chat("hello")
+        with pytest.raises(df.RunError):
+            thread.edit(thread.messages[0].id, "hello again")
+        assert _texts(thread) == ["hello", "First answer."]
+        assert [(b["kind"], b["current"]) for b in thread.branches()] == [("original", True), ("edit", False)]
+    finally:
+        agent.close()

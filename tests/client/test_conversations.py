@@ -185,3 +185,21 @@ def test_a_rerun_keeps_a_later_rename(agent):
     assert {t["thread_id"]: t["title"] for t in agent.threads()}[thread.id] == "Renamed later"
     run = thread.start_edit(thread.messages[0].id, "hello uno")
     assert run.wait() == "Answer to uno." and thread.title == "Renamed later"
+
+
+def test_an_edit_that_does_not_finish_gives_the_conversation_back(agent):
+    thread = agent.thread()
+    thread.chat("hello one")
+    thread.chat("hello two")
+    before = _texts(thread)
+    run = thread.start_edit(thread.messages[2].id, "slow please")
+    for event in run.events():
+        if event.type == "messages-tuple":
+            break
+    assert run.cancel() == "cancelled"
+    with pytest.raises(df.RunError):
+        run.wait()
+    # as the reference does for edit reruns: the thread shows what it showed before; the attempt is kept
+    assert _texts(thread) == before
+    assert [(b["kind"], b["current"]) for b in thread.branches()] == [("original", True), ("edit", False)]
+    assert thread.chat("hello three") == "Answer to three." and len(thread.messages) == 6
