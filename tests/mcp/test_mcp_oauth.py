@@ -11,6 +11,7 @@ from langchain_core.messages import ToolMessage
 from deerflow_nb.config.extensions import McpOAuthConfig, McpServerConfig
 from deerflow_nb.errors import ConfigError
 from deerflow_nb.mcp.oauth import McpOAuth, OAuthTokenError
+from tests.client.conftest import two_backend_client
 from tests.mcp.oauth_server import CLIENT_ID, OAuthMcpServer
 
 
@@ -23,11 +24,14 @@ def _entry(server: OAuthMcpServer, **oauth) -> dict:
         "token_url": f"{server.url}/token", "client_id": CLIENT_ID, "client_secret": "$MCP_CLIENT_SECRET", **oauth}}
 
 
-def test_agent_gets_a_token_reuses_it_and_refreshes_once_on_401(make_agent, monkeypatch):
+@pytest.mark.parametrize("kind", ["embedded", "server"])
+def test_agent_gets_a_token_reuses_it_and_refreshes_once_on_401(kind, tmp_path, monkeypatch):
     monkeypatch.setenv("MCP_CLIENT_SECRET", "s3cret")  # resolved from the environment, written unresolved
-    with OAuthMcpServer() as server:
-        agent = make_agent([_call("add", a=2, b=3), "five", _call("add", a=4, b=4), "eight"],
-                           persistence="memory")
+    monkeypatch.chdir(tmp_path)  # where both clients keep extensions_config.json
+    responses = [_call("add", a=2, b=3), "five", _call("add", a=4, b=4), "eight"]
+    config = {"config_version": 1, "title": {"enabled": False}, "memory": {"enabled": False},
+              "models": [{"name": "s", "use": "deerflow_nb.testing:ScriptedChatModel", "responses": responses}]}
+    with OAuthMcpServer() as server, two_backend_client(kind, tmp_path, config) as agent:
         agent.update_mcp_config({"secured": _entry(server)})
         assert [t["name"] for t in agent.mcp.tools()] == ["add"] and agent.mcp.errors == {}
         thread = agent.thread()
