@@ -180,3 +180,22 @@ def test_subagent_tool_calls_are_guarded_and_cannot_wait_for_approval(make):
     events = [e["payload"] for e in thread.run_events(run.run_id, event_type="guardrail")]
     assert {(e["tool_name"], e["action"], e["is_subagent"]) for e in events} == {
         ("bash", "deny", True), ("write_file", "deny", True)}
+
+
+def test_mcp_tool_calls_are_guarded(make, home):
+    import json
+    import pathlib
+
+    from tests.mcp.conftest import server_entry
+
+    (pathlib.Path.cwd() / "extensions_config.json").write_text(
+        json.dumps({"mcpServers": {"notes": server_entry()}, "skills": {}}))
+    agent = make({"deny": [{"tool": "write_*", "arg": "name", "pattern": "^secret", "reason": "no secret notes"}]})
+    thread = agent.thread()
+    answer = thread.chat(calls(("write_note", {"name": "secret.txt", "text": "x"}),
+                               ("write_note", {"name": "ok.txt", "text": "fine"})))
+    assert "no secret notes" in answer
+    denied, written = [m for m in thread.messages if m.type == "tool"]
+    assert denied.status == "error" and written.content == "wrote /mnt/user-data/workspace/ok.txt"
+    workspace = home / "users/default/threads" / thread.id / "user-data/workspace"
+    assert (workspace / "ok.txt").read_text() == "fine" and not (workspace / "secret.txt").exists()
