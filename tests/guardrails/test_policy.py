@@ -199,3 +199,44 @@ def test_mcp_tool_calls_are_guarded(make, home):
     assert denied.status == "error" and written.content == "wrote /mnt/user-data/workspace/ok.txt"
     workspace = home / "users/default/threads" / thread.id / "user-data/workspace"
     assert (workspace / "ok.txt").read_text() == "fine" and not (workspace / "secret.txt").exists()
+
+
+def test_sync_hooks_judge_like_the_async_ones():
+    """The sync twins (graphs run with invoke): deny, allow, a card, and a held batch."""
+    from types import SimpleNamespace
+
+    from langchain.agents.middleware import ModelRequest, ModelResponse
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    from deerflow_nb.agent.middlewares.guardrail import APPROVAL_TOOL, GuardrailMiddleware
+
+    middleware = GuardrailMiddleware(RulesGuardrailProvider(
+        deny=[GuardrailRule(tool="bash")], require_approval=[GuardrailRule(tool="write_file")]))
+
+    def tool_request(name: str, call_id: str = "c1"):
+        return SimpleNamespace(tool_call={"name": name, "args": {"path": "x"}, "id": call_id}, runtime=None, state={})
+
+    ran = []
+    denied = middleware.wrap_tool_call(tool_request("bash"), lambda r: ran.append(r) or "ran")
+    assert isinstance(denied, ToolMessage) and denied.status == "error" and ran == []
+    assert middleware.wrap_tool_call(tool_request("ls"), lambda r: "ran") == "ran"
+    card = middleware.wrap_tool_call(tool_request("write_file"), lambda r: "ran")
+    assert card.name == APPROVAL_TOOL and card.artifact["human_input"]["tool_call"]["name"] == "write_file"
+
+    batch = AIMessage("", tool_calls=[{"name": "ls", "args": {}, "id": "a"},
+                                      {"name": "write_file", "args": {"path": "x"}, "id": "b"}])
+    request = ModelRequest(model=None, messages=[HumanMessage("go")], tools=[],  # type: ignore[arg-type]
+                           system_message=None, tool_choice=None, response_format=None, state={}, runtime=None)
+    held = middleware.wrap_model_call(request, lambda r: ModelResponse(result=[batch]))
+    assert [c["id"] for c in held.result[0].tool_calls] == ["b"]
+    # after the human's answer the held call is re-issued without a model call
+    answer = HumanMessage("Approve", additional_kwargs={"human_input_response": {
+        "source": "ask_clarification", "tool_call_id": "b", "response_kind": "option", "option": "Approve"}})
+    resumed = ModelRequest(model=None, messages=[HumanMessage("go"), held.result[0],  # type: ignore[arg-type]
+                                                 middleware.wrap_tool_call(tool_request("write_file", "b"),
+                                                                           lambda r: "ran"), answer],
+                           tools=[], system_message=None, tool_choice=None, response_format=None, state={},
+                           runtime=None)
+    reissued = middleware.wrap_model_call(resumed, lambda r: pytest.fail("the model must not be called"))
+    (call,) = reissued.result[0].tool_calls
+    assert (call["name"], call["id"]) == ("write_file", "guardrail-approve:b")
