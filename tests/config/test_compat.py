@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import deerflow_nb as df
+from deerflow_nb.agent.checkpoint_mode import unfreeze_checkpoint_mode
 from deerflow_nb.config import load_config
 from deerflow_nb.errors import ConfigError
 from deerflow_nb.testing import ScriptedChatModel
@@ -183,11 +184,16 @@ def test_an_original_config_loads_with_one_warning_naming_what_is_left_out(origi
 
 def test_an_agent_runs_on_an_original_config(original):
     original.write_text(ORIGINAL.replace(LOOKUP_TOOL, ""))  # a tool of one's own must be importable
-    agent = df.DeerFlow(original, model=ScriptedChatModel(responses=["Hello"]), persistence="memory")
+    unfreeze_checkpoint_mode()  # as a fresh process: this config's checkpoint mode is full, every 10
     try:
-        assert agent.thread().chat("Hi") == "Hello"
+        agent = df.DeerFlow(original, model=ScriptedChatModel(responses=["Hello"]), persistence="memory")
+        try:
+            assert agent.runtime.checkpoint_mode == ("full", 10)
+            assert agent.thread().chat("Hi") == "Hello"
+        finally:
+            agent.close()
     finally:
-        agent.close()
+        unfreeze_checkpoint_mode()
 
 
 @pytest.mark.parametrize(("edit", "key"), [

@@ -142,3 +142,18 @@ def test_tracing_otel_enabled_installs_a_batching_otlp_exporter(tmp_path, home):
 def test_tracing_otel_keys_are_checked():
     with pytest.raises(ValidationError, match="tracing.otel.enabeld"):
         AppConfig.model_validate({"tracing": {"otel": {"enabeld": True}}})
+
+
+def test_a_failed_tool_call_has_an_error_status_and_model_calls_their_usage(make_agent, spans):
+    missing = {"content": "", "tool_calls": [{"name": "read_file", "args": {
+        "description": "read", "path": "/mnt/user-data/workspace/missing.txt"}}]}
+    agent = make_agent([missing, "It is missing."], persistence="memory")
+    assert agent.thread().chat("Read missing.txt") == "It is missing."
+    finished = spans.get_finished_spans()
+    (tool,) = by_name(finished, "deerflow.tool_call")
+    assert tool.attributes["gen_ai.tool.name"] == "read_file"
+    assert tool.status.status_code is StatusCode.ERROR
+    (root,) = by_name(finished, "deerflow.run")
+    assert root.status.status_code is StatusCode.OK  # the model saw the failure and answered
+    models = by_name(finished, "deerflow.model_call")
+    assert len(models) == 2 and all(m.attributes["gen_ai.usage.input_tokens"] > 0 for m in models)
