@@ -106,3 +106,22 @@ def test_non_interactive_run_denies_what_needs_approval(agent):
     answer = thread.chat(calls(write(f"{OUT}/reports/q5.md")), non_interactive=True)
     assert "Reports are published to everyone." in answer and "non-interactive run" in answer
     assert thread.pending_input is None
+
+
+def test_a_scheduled_run_denies_what_needs_approval(agent):
+    import time
+
+    task = agent.schedules.create(calls(write(f"{OUT}/reports/nightly.md")), every=3600)
+    started = agent.schedules.trigger(task["id"])
+    deadline = time.monotonic() + 180
+    while (runs := agent.schedules.runs(task["id"]))[0]["status"] in {"queued", "running"}:
+        assert time.monotonic() < deadline, runs
+        time.sleep(0.1)
+    assert runs[0]["status"] == "success"
+    thread = agent.thread(started["thread_id"])
+    (result,) = tool_messages(thread)
+    assert result.status == "error" and "non-interactive run, where nobody can approve it" in result.content
+    assert thread.pending_input is None
+    with pytest.raises(NotFoundError):
+        thread.artifact(f"{OUT}/reports/nightly.md")
+    agent.schedules.delete(task["id"])
