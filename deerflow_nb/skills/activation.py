@@ -6,7 +6,7 @@ When the message that started a run reads ``/data-analysis profile sales.csv`` a
 * the skill's ``SKILL.md`` body is added to that message as a hidden ``<skill>`` block
   (in the model request only: state keeps the user's text);
 * if the skill declares ``allowed-tools``, the model is offered only those tools
-  (plus ``describe_skill``) and a call to any other tool is refused;
+  (plus ``describe_skill`` and ``tool_search``) and a call to any other tool is refused;
 * the run's secrets (``thread.chat(..., secrets={...})``) that the skill declares in
   ``required-secrets`` are bound for commands. A run without an activation binds
   none: a secret reaches a command only when the operator enabled the skill, the
@@ -31,6 +31,7 @@ from langchain_core.messages import AnyMessage, HumanMessage
 from deerflow_nb.agent.middlewares._base import ModelCallMiddleware, context_of, tool_error
 from deerflow_nb.skills.prompt import DESCRIBE_SKILL_TOOL
 from deerflow_nb.skills.types import Skill
+from deerflow_nb.tools.tool_search import TOOL_SEARCH_NAME
 
 __all__ = [
     "RESERVED_COMMANDS",
@@ -42,6 +43,9 @@ __all__ = [
     "parse_slash",
     "resolve_activation",
 ]
+
+#: Discovery tools a skill's ``allowed-tools`` never removes; what they find must still be allowed.
+DISCOVERY_TOOLS = frozenset({DESCRIBE_SKILL_TOOL, TOOL_SEARCH_NAME})
 
 logger = logging.getLogger(__name__)
 
@@ -175,7 +179,7 @@ class SkillActivationMiddleware(ModelCallMiddleware):
             messages.append(message)
         overrides: dict[str, Any] = {"messages": messages}
         if skill.allowed_tools is not None:
-            allowed = {*skill.allowed_tools, DESCRIBE_SKILL_TOOL}
+            allowed = {*skill.allowed_tools, *DISCOVERY_TOOLS}
             overrides["tools"] = [t for t in request.tools if _tool_name(t) in allowed]
         return request.override(**overrides)
 
@@ -195,7 +199,7 @@ class SkillActivationMiddleware(ModelCallMiddleware):
         if not isinstance(state, SkillRunState) or state.active is None or state.active.allowed_tools is None:
             return None
         name = request.tool_call["name"]
-        if name in state.active.allowed_tools or name == DESCRIBE_SKILL_TOOL:
+        if name in state.active.allowed_tools or name in DISCOVERY_TOOLS:
             return None
         return tool_error(request, f"Error: the tool {name!r} is not allowed while the skill "
                                    f"{state.active.name!r} is active; allowed tools: "

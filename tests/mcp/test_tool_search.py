@@ -222,3 +222,27 @@ def test_subagents_defer_mcp_tools_too(tmp_path, monkeypatch):
     assert len(sub) == 3
     assert "tool_search" in sub[0]["tools"] and not set(sub[0]["tools"]) & SPECIAL
     assert "convert_currency" in sub[1]["tools"] and len(sub[1]["tools"]) < 20
+
+
+def test_an_active_skill_keeps_tool_search_but_only_its_allowed_tools_become_visible(tmp_path, monkeypatch):
+    from tests.mcp.conftest import server_entry
+
+    skill = tmp_path / "skills" / "calc"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: calc\ndescription: Adds.\nallowed-tools: [read_file, add]\n---\n\n"
+                                    "Add numbers.\n")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "extensions_config.json").write_text(json.dumps({"mcpServers": {"notes": server_entry()}}))
+    responses = [_call("tool_search", query="select:add,where"), _call("where"), _call("add", a=1, b=2), "3"]
+    config = _config(tmp_path, responses, {"enabled": True})
+    config["skills"] = {"path": str(tmp_path / "skills")}
+    with two_backend_client("embedded", tmp_path, config) as agent:
+        thread = agent.thread()
+        assert thread.chat("/calc 1+2") == "3"
+        searched, refused, added = [m for m in thread.messages if isinstance(m, ToolMessage)]
+        assert {s["name"] for s in json.loads(searched.content)} == {"add", "where"}
+        assert refused.status == "error" and "not allowed while the skill 'calc' is active" in refused.content
+        assert added.content == "3"
+    offered = [sorted(c["tools"]) for c in read_calls(tmp_path / "calls.jsonl")]
+    assert offered[0] == ["read_file", "tool_search"]  # the skill's tools plus discovery
+    assert offered[1] == ["add", "read_file", "tool_search"]  # "where" was promoted, but the skill hides it
