@@ -22,5 +22,6 @@ STARTUP_ONLY_FIELDS: frozenset[str] = frozenset(
         "sandbox",
         "log_level",
         "logging",
+        "tracing",  # tracing.otel installs the process's tracer provider once
     }
 )
