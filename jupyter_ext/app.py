@@ -46,7 +46,9 @@ class DeerFlowExtension(ExtensionApp):
             self.log.warning("deerflow: recovered %d run(s) orphaned by a previous server: %s",
                              len(recovered), ", ".join(recovered))
         if self.scheduler:  # a kernel is not a scheduler: the server process is
-            self.service.engine.start_scheduler(self.scheduler_poll_seconds)
+            # a JupyterHub single-user server mounts only its user's files: it runs only that user's tasks
+            hub_user = os.environ.get("JUPYTERHUB_USER") or None
+            self.service.engine.start_scheduler(self.scheduler_poll_seconds, hub_user)
         base_url = self.serverapp.base_url if self.serverapp is not None else "/"
         self.log.info("deerflow: gateway at %sdeerflow/api (data in %s)", base_url,
                       self.service.engine.paths.home)

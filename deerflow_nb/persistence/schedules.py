@@ -80,10 +80,12 @@ class ScheduleStore:
 
         await self._db.write(delete)
 
-    async def due_tasks(self, now: float) -> list[dict[str, Any]]:
-        """Active tasks (all users) whose next tick is at or before ``now``, the most overdue first."""
+    async def due_tasks(self, now: float, user_id: str | None = None) -> list[dict[str, Any]]:
+        """Active tasks due at ``now`` (every user's, or ``user_id``'s), the most overdue first."""
         query = (sa.select(_T).where(_T.c.status == "active", _T.c.next_run_at.is_not(None),
                                      _T.c.next_run_at <= now).order_by(_T.c.next_run_at))
+        if user_id is not None:
+            query = query.where(_T.c.user_id == user_id)
         return await self._db.read(lambda conn: _rows(conn, query))
 
     async def claim_tick(self, task_id: str, expected: float, following: float, now: float) -> bool:

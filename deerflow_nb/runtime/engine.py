@@ -266,11 +266,14 @@ class Runtime:
 
         return ScheduledTaskService(self)
 
-    def start_scheduler(self, poll_seconds: float | None = None) -> None:
-        """Run the scheduler loop in this process (the server extension does; a kernel only if asked)."""
+    def start_scheduler(self, poll_seconds: float | None = None, user_id: str | None = None) -> None:
+        """Run the scheduler loop in this process (the server extension does; a kernel only if asked).
+
+        ``user_id``: dispatch only that user's tasks (a JupyterHub single-user server); default: everyone's.
+        """
         async def start() -> None:
             await self.store()
-            self.schedules.start(poll_seconds)
+            self.schedules.start(poll_seconds, user_id)
 
         self.loop.run(start(), method="Runtime.start_scheduler")
 

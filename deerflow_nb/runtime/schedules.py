@@ -69,6 +69,9 @@ class ScheduledTaskService:
         self._loop_task: asyncio.Task[None] | None = None
         #: Seconds between two scheduler passes while :meth:`start` runs the loop.
         self.poll_seconds = 15.0
+        #: Whose tasks this process dispatches: one user's (a JupyterHub single-user server, where
+        #: only that user's files are mounted) or everyone's (``None``: one server for all users).
+        self.dispatch_user: str | None = None
 
     async def _store(self) -> ScheduleStore:
         return (await self.runtime.store()).schedules
@@ -220,7 +223,7 @@ class ScheduledTaskService:
         store = await self._store()
         await self.reconcile(now)
         dispatched = []
-        for task in await store.due_tasks(now):
+        for task in await store.due_tasks(now, self.dispatch_user):
             expected = task["next_run_at"]
             following = next_tick(task["schedule_type"], task["cron"], task["interval_seconds"], now,
                                   anchor=expected)
@@ -261,8 +264,12 @@ class ScheduledTaskService:
                 ended += 1
         return ended
 
-    def start(self, poll_seconds: float | None = None) -> None:
-        """Start the poll loop on the running loop (the runtime's); idempotent."""
+    def start(self, poll_seconds: float | None = None, user_id: str | None = None) -> None:
+        """Start the poll loop on the running loop (the runtime's); idempotent.
+
+        With ``user_id`` only that user's tasks are dispatched here (see :attr:`dispatch_user`).
+        """
+        self.dispatch_user = user_id
         if poll_seconds is not None:
             if not poll_seconds > 0:
                 raise UsageError(f"poll_seconds must be positive, got {poll_seconds!r}")

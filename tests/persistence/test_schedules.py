@@ -97,3 +97,15 @@ async def test_a_0003_database_is_upgraded_to_scheduled_tasks(target):
             await store.schedules.create_run(_occurrence("b", "running"))
     finally:
         await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_due_tasks_of_one_user(target):
+    store = await open_store(target)
+    try:
+        await store.schedules.create_task(_task("a"))
+        await store.schedules.create_task({**_task("b"), "user_id": "bob"})
+        assert sorted(t["id"] for t in await store.schedules.due_tasks(100.0)) == ["a", "b"]
+        assert [t["id"] for t in await store.schedules.due_tasks(100.0, "bob")] == ["b"]
+    finally:
+        await store.aclose()

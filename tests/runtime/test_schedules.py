@@ -66,11 +66,11 @@ def run(runtime, coro):
     return runtime.loop.run(coro)
 
 
-def wait_ended(runtime, service, task_id, count=1):
+def wait_ended(runtime, service, task_id, count=1, user="default"):
     """The task's occurrences once ``count`` of them ended (the run's watcher stores the outcome)."""
     async def ended():
         for _ in range(1200):
-            runs = (await service.runs("default", task_id, 100))["runs"]
+            runs = (await service.runs(user, task_id, 100))["runs"]
             if sum(r["status"] not in {"queued", "running"} for r in runs) >= count:
                 return runs
             await asyncio.sleep(0.05)
@@ -273,3 +273,17 @@ def test_an_embedded_client_ticks_only_when_asked(env):
     agent.schedules.pause(task["id"])
     with pytest.raises(UsageError, match="poll_seconds"):
         agent.schedules.start_scheduler(poll_seconds=0)
+
+
+def test_a_single_user_server_dispatches_only_its_users_tasks(env):
+    """Under JupyterHub each user's server mounts only that user's files: it ticks only that user's tasks."""
+    agent, runtime, service, clock, _ = env
+    mine = run(runtime, service.create("alice", {"message": "x", "every_seconds": 60}))
+    theirs = run(runtime, service.create("bob", {"message": "y", "every_seconds": 60}))
+    service.dispatch_user = "alice"
+    assert [o["task_id"] for o in run(runtime, service.tick(T0 + 60))] == [mine["id"]]
+    assert run(runtime, service.get("bob", theirs["id"]))["next_run_at"] == "2033-05-18T03:34:20+00:00"  # unclaimed
+    service.dispatch_user = None  # one server for everyone: bob's tick is dispatched by it
+    assert [o["task_id"] for o in run(runtime, service.tick(T0 + 60))] == [theirs["id"]]
+    wait_ended(runtime, service, mine["id"], user="alice")
+    wait_ended(runtime, service, theirs["id"], user="bob")
