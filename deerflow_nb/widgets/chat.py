@@ -273,6 +273,18 @@ class ChatWidget(DeerFlowWidget):
             await self._arefresh_controls()
             return
         await self._consume(run)
+        if self.status in {"error", "stopped"}:  # what the thread shows now (a failed edit gave it back)
+            try:
+                state = await self.thread.aget_state()
+            except Exception:
+                return
+            lines = [i for i in self._transcript.items if i["kind"] in {"error", "stopped"}][-1:]
+            self._transcript = Transcript()
+            self._transcript.load_state(state)
+            for line in lines:
+                self._transcript.add_error(line["text"], kind=line["kind"])
+            await self._arefresh_controls()
+            self._push()
 
     async def _arefresh_controls(self) -> None:
         """The edit / regenerate buttons, branch switchers and goal banner after a run (best effort)."""

@@ -57,3 +57,16 @@ def test_goal_banner_follows_the_evaluations(make_agent, comm_log):
                          "reason": "no plot yet", "continuations": 1, "max_continuations": 3,
                          "objective": "plot the sales"})
     assert step["decision"] == "continue" and step["continuations"] == 1 and not step["met"] and step["active"]
+
+
+def test_a_failed_edit_shows_the_conversation_it_gave_back(make_agent, comm_log):
+    agent = make_agent(["First answer.", {"error": "auth"}])
+    chat = agent.thread().ui("hello")
+    assert chat.wait(30) == "First answer."
+    user = [i for i in chat.items if i["kind"] == "user"][0]["id"]
+    chat.edit(user, "hello again")
+    chat.wait(30)
+    assert chat.status == "error"
+    assert _texts(chat) == ["hello", "First answer."]  # the thread's conversation, not the failed attempt
+    assert [i["kind"] for i in chat.items][-1] == "error"
+    assert chat.controls["editable"] == [user]
