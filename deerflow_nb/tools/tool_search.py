@@ -143,11 +143,11 @@ class ToolCatalog:
         return [tool for *_, tool in sorted(scored, key=lambda item: (item[0], item[1]))]
 
     def search(self, query: str, limit: int = 5) -> list[BaseTool]:
-        """The tools a ``tool_search`` query names or finds (``select:`` is not capped)."""
+        """The tools a ``tool_search`` query names or finds, at most ``limit``."""
         query = query.strip()
         if query.startswith("select:"):
             wanted = [n.strip() for n in query[len("select:"):].split(",") if n.strip()]
-            return [self.by_name[n] for n in dict.fromkeys(wanted) if n in self.by_name]
+            return [self.by_name[n] for n in dict.fromkeys(wanted) if n in self.by_name][:limit]
         if query.startswith("+"):
             required, _, rest = query[1:].strip().partition(" ")
             if not required:

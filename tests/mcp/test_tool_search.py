@@ -68,6 +68,7 @@ def test_catalog_ranks_names_and_descriptions_and_supports_the_query_forms():
     assert {t.name for t in catalog.search("issues", 5)} == {"github_create_issue", "github_list_issues"}
     assert [t.name for t in catalog.search("email")] == ["sendEmail"]
     assert [t.name for t in catalog.search("select:weather_now,nope,sendEmail")] == ["weather_now", "sendEmail"]
+    assert [t.name for t in catalog.search("select:weather_now,sendEmail", 1)] == ["weather_now"]
     assert [t.name for t in catalog.search("+slack message")] == ["slack_send_message"]
     assert [t.name for t in catalog.search("message", 1)] == ["slack_send_message"]  # capped; name words first
     assert catalog.search("quantum") == [] and catalog.search("+") == []
