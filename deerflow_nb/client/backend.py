@@ -168,8 +168,9 @@ class Backend(Protocol):
         ``uninstall_skill``, ``get_memory``, ``reload_memory``, ``get_memory_config``,
         ``get_memory_status``, the ``agent.memory`` answers (``memory_data``, ``list_memory_facts``,
         ``add_memory_fact``, ... ``flush_memory``), ``get_mcp_config``, ``update_mcp_config``,
-        ``list_mcp_tools``, ``reload_mcp``, ``list_subagents``, ``health``. Arguments are the
-        method's after ``user_id``; edits take their request body (a mapping) last.
+        ``list_mcp_tools``, ``reload_mcp``, ``list_subagents``, ``health``, the ``agent.schedules``
+        answers (``list_scheduled_tasks``, ``create_scheduled_task``, ... ``list_scheduled_task_runs``).
+        Arguments are the method's after ``user_id``; edits take their request body (a mapping) last.
         """
 
     async def install_skill(self, archive: str | os.PathLike[str]) -> dict[str, Any]:
