@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -77,12 +78,30 @@ def test_a_provider_switched_on_without_keys_refuses_the_run(make_agent, monkeyp
     assert agent.runtime.loop.run(agent.runtime.runs.list_by_thread(thread.id, "default")) == []
 
 
-def test_langsmith_trace_has_the_thread_as_session_and_the_subagent_nested(make_agent, server, monkeypatch):
-    monkeypatch.setenv("LANGSMITH_TRACING", "true")
-    monkeypatch.setenv("LANGSMITH_API_KEY", "ls-test-key")
-    monkeypatch.setenv("LANGSMITH_ENDPOINT", server.url)
-    monkeypatch.setenv("LANGSMITH_PROJECT", "deerflow-tests")
-    monkeypatch.setenv("DEER_FLOW_ENV", "ci")
+@pytest.fixture
+def langsmith_env(server) -> Iterator[None]:
+    """LangSmith switched on, and off again for the rest of the session.
+
+    ``langsmith`` caches what it read of the environment: LangChain would otherwise keep
+    tracing every later run of this process (to a server that is gone).
+    """
+    from langsmith import utils
+
+    values = {"LANGSMITH_TRACING": "true", "LANGSMITH_API_KEY": "ls-test-key", "LANGSMITH_ENDPOINT": server.url,
+              "LANGSMITH_PROJECT": "deerflow-tests", "DEER_FLOW_ENV": "ci"}
+    utils.get_env_var.cache_clear()
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name in values:
+            os.environ.pop(name, None)
+        utils.get_env_var.cache_clear()
+        utils.get_tracer_project.cache_clear()
+    assert not utils.tracing_is_enabled()  # later tests' runs are not traced
+
+
+def test_langsmith_trace_has_the_thread_as_session_and_the_subagent_nested(make_agent, server, langsmith_env):
     thread, run = run_traced(make_agent, "req-langsmith-1")
 
     runs = langsmith_runs(server)
