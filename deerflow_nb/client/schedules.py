@@ -33,16 +33,31 @@ def _thread_id(thread: Any) -> str | None:
     return thread_id
 
 
-def _seconds(every: Any) -> Any:
-    if isinstance(every, dt.timedelta):
-        return every.total_seconds()
-    return every  # validated where the schedule is stored (numbers only)
+def _body(message: str, cron: str | None, every: Any, thread: Any, overlap: str) -> dict[str, Any]:
+    """The ``POST /scheduled-tasks`` body of :meth:`Schedules.create`'s arguments (validated where it is stored)."""
+    thread_id = _thread_id(thread)
+    body: dict[str, Any] = {"message": message, "overlap_policy": overlap,
+                            "context_mode": "fresh_thread_per_run" if thread_id is None else "reuse_thread"}
+    if cron is not None:
+        body["cron"] = cron
+    if every is not None:
+        body["every_seconds"] = every.total_seconds() if isinstance(every, dt.timedelta) else every
+    if thread_id is not None:
+        body["thread_id"] = thread_id
+    return body
+
+
+def _limit(limit: Any) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+        raise UsageError("limit: must be an integer between 1 and 1000")
+    return limit
 
 
 class Schedules:
     """The user's scheduled tasks: ``create``, ``list``, ``get``, ``pause``, ``resume``, ``delete``, ``trigger``.
 
-    And their history (:meth:`runs`). Every answer is the matching route's JSON body.
+    And their history (:meth:`runs`). Every answer is the matching route's JSON body. Each method has an
+    async twin (``acreate``, ``alist``, ``aget``, ``apause``, ``aresume``, ``adelete``, ``atrigger``, ``aruns``).
     """
 
     def __init__(self, backend: Backend) -> None:
@@ -55,6 +70,9 @@ class Schedules:
     def _call(self, name: str, *args: Any) -> Any:
         return self._loop.run(self._backend.gateway(name, *args), method=f"Schedules.{name}")
 
+    async def _acall(self, name: str, *args: Any) -> Any:
+        return await self._loop.arun(self._backend.gateway(name, *args))
+
     def create(self, message: str, *, cron: str | None = None, every: float | dt.timedelta | None = None,
                thread: Any = "fresh", overlap: str = "skip") -> dict[str, Any]:
         """Schedule ``message``: on a five-field ``cron`` expression (UTC) or ``every`` seconds (or a timedelta).
@@ -64,16 +82,7 @@ class Schedules:
         active is recorded as ``skipped``. Runs are non-interactive. Returns the task
         (``id``, ``next_run_at``, ...); an invalid schedule is :class:`~deerflow_nb.errors.UsageError`.
         """
-        thread_id = _thread_id(thread)
-        body: dict[str, Any] = {"message": message, "overlap_policy": overlap,
-                                "context_mode": "fresh_thread_per_run" if thread_id is None else "reuse_thread"}
-        if cron is not None:
-            body["cron"] = cron
-        if every is not None:
-            body["every_seconds"] = _seconds(every)
-        if thread_id is not None:
-            body["thread_id"] = thread_id
-        return self._call("create_scheduled_task", body)  # type: ignore[no-any-return]
+        return self._call("create_scheduled_task", _body(message, cron, every, thread, overlap))  # type: ignore[no-any-return]
 
     def list(self) -> list[dict[str, Any]]:
         """The user's tasks, oldest first (``GET /scheduled-tasks``'s ``tasks``)."""
@@ -105,9 +114,42 @@ class Schedules:
 
     def runs(self, task_id: str, limit: int = 20) -> builtins.list[dict[str, Any]]:
         """The task's occurrences, newest first: runs it started and ticks it ``skipped``."""
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
-            raise UsageError("limit: must be an integer between 1 and 1000")
-        return list(self._call("list_scheduled_task_runs", check_task_id(task_id), limit)["runs"])
+        return list(self._call("list_scheduled_task_runs", check_task_id(task_id), _limit(limit))["runs"])
+
+    # -- async twins ---------------------------------------------------------------------
+    async def acreate(self, message: str, *, cron: str | None = None, every: float | dt.timedelta | None = None,
+                      thread: Any = "fresh", overlap: str = "skip") -> dict[str, Any]:
+        """Async twin of :meth:`create`."""
+        return await self._acall("create_scheduled_task",  # type: ignore[no-any-return]
+                                 _body(message, cron, every, thread, overlap))
+
+    async def alist(self) -> builtins.list[dict[str, Any]]:
+        """Async twin of :meth:`list`."""
+        return list((await self._acall("list_scheduled_tasks"))["tasks"])
+
+    async def aget(self, task_id: str) -> dict[str, Any]:
+        """Async twin of :meth:`get`."""
+        return await self._acall("get_scheduled_task", check_task_id(task_id))  # type: ignore[no-any-return]
+
+    async def apause(self, task_id: str) -> dict[str, Any]:
+        """Async twin of :meth:`pause`."""
+        return await self._acall("pause_scheduled_task", check_task_id(task_id))  # type: ignore[no-any-return]
+
+    async def aresume(self, task_id: str) -> dict[str, Any]:
+        """Async twin of :meth:`resume`."""
+        return await self._acall("resume_scheduled_task", check_task_id(task_id))  # type: ignore[no-any-return]
+
+    async def adelete(self, task_id: str) -> None:
+        """Async twin of :meth:`delete`."""
+        await self._acall("delete_scheduled_task", check_task_id(task_id))
+
+    async def atrigger(self, task_id: str) -> dict[str, Any]:
+        """Async twin of :meth:`trigger`."""
+        return await self._acall("trigger_scheduled_task", check_task_id(task_id))  # type: ignore[no-any-return]
+
+    async def aruns(self, task_id: str, limit: int = 20) -> builtins.list[dict[str, Any]]:
+        """Async twin of :meth:`runs`."""
+        return list((await self._acall("list_scheduled_task_runs", check_task_id(task_id), _limit(limit)))["runs"])
 
     def start_scheduler(self, poll_seconds: float = 15.0) -> None:
         """Run the scheduler loop in this process (embedded only; the server extension runs its own).

@@ -6,6 +6,7 @@ but every task here ticks hourly at most, so only manual triggers dispatch.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import time
 
@@ -24,7 +25,7 @@ def agent(request, tmp_path_factory):
     with two_backend_client(request.param, tmp_path_factory.mktemp(f"schedules-{request.param}"), {
         "config_version": 1,
         "models": [{"name": "scripted", "use": "deerflow_nb.testing:ScriptedChatModel",
-                    "responses": [SLOW, "quick answer", "another answer", "third answer"], "latency": 0.05}],
+                    "responses": [SLOW, *(f"answer {i}" for i in range(8))], "latency": 0.05}],
         "memory": {"enabled": False}, "title": {"enabled": False},
     }) as client:
         yield client
@@ -111,3 +112,21 @@ def test_the_scheduler_loop_is_the_servers(agent):
         assert not runtime.schedules.running
         agent.schedules.start_scheduler(poll_seconds=3600)
         assert runtime.schedules.running
+
+
+def test_async_twins(agent):
+    async def go():
+        task = await agent.schedules.acreate("async", every=3600)
+        assert await agent.schedules.aget(task["id"]) == task
+        assert task["id"] in [t["id"] for t in await agent.schedules.alist()]
+        assert (await agent.schedules.apause(task["id"]))["status"] == "paused"
+        assert (await agent.schedules.aresume(task["id"]))["status"] == "active"
+        occurrence = await agent.schedules.atrigger(task["id"])
+        assert [r["id"] for r in await agent.schedules.aruns(task["id"], limit=5)] == [occurrence["id"]]
+        return task
+
+    task = asyncio.run(go())
+    _ended(agent, task["id"], 1)
+    asyncio.run(agent.schedules.adelete(task["id"]))
+    with pytest.raises(NotFoundError):
+        agent.schedules.get(task["id"])
