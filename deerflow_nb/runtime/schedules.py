@@ -59,6 +59,14 @@ def check_task_id(task_id: Any) -> str:
     return task_id
 
 
+def _failure(status: str, error: Any) -> str | None:
+    """What a run that ended ``status`` records as the occurrence's (and task's) error: ``None`` on success."""
+    if status == "success":
+        return None
+    message = error.get("message") if isinstance(error, dict) else None
+    return str(message) if message else f"the run ended {status}"
+
+
 class ScheduledTaskService:
     """One runtime's scheduled tasks. ``clock`` (UNIX seconds) is injectable: tests drive time with it."""
 
@@ -180,7 +188,7 @@ class ScheduledTaskService:
             return {**ScheduledTaskRunResponse.from_row(row).model_dump(), "status": "error", "error": message}
         started = self.clock()
         await store.record_launch(row["id"], task["id"], run_id=record.run_id, thread_id=thread_id, now=started)
-        self._watch(row["id"], record)
+        self._watch(row["id"], task["id"], record)
         row.update(status="running", run_id=record.run_id, started_at=started)
         return ScheduledTaskRunResponse.from_row(row).model_dump()
 
@@ -197,13 +205,14 @@ class ScheduledTaskService:
         return await self.runtime.start_run(thread_id, task["message"], options, user_id=task["user_id"],
                                             metadata=metadata)
 
-    def _watch(self, occurrence_id: str, record: RunRecord) -> None:
+    def _watch(self, occurrence_id: str, task_id: str, record: RunRecord) -> None:
         async def watch() -> None:
             await record.wait()
-            error = (record.error or {}).get("message") if record.status != "success" else None
+            error = _failure(record.status, record.error)
             try:
                 store = await self._store()
-                await store.finish_run(occurrence_id, record.status, error=error, now=self.clock())
+                await store.finish_run(occurrence_id, record.status, error=error, now=self.clock(),
+                                       task_id=task_id)  # a failure is the task's last_error too
             except Exception as exc:  # reconciliation finishes it from the run's row
                 logger.warning("could not store the outcome of scheduled run %s: %s", record.run_id, exc)
 
@@ -258,9 +267,9 @@ class ScheduledTaskService:
                 if info is None:
                     status, error = "error", "the run no longer exists (its thread was deleted)"
                 elif info.status in TERMINAL_STATUSES:
-                    status = info.status
-                    error = (info.error or {}).get("message") if status != "success" else None
-            if status is not None and await store.schedules.finish_run(row["id"], status, error=error, now=now):
+                    status, error = info.status, _failure(info.status, info.error)
+            if status is not None and await store.schedules.finish_run(row["id"], status, error=error, now=now,
+                                                                       task_id=row["task_id"]):
                 ended += 1
         return ended
 

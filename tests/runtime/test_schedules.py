@@ -287,3 +287,22 @@ def test_a_single_user_server_dispatches_only_its_users_tasks(env):
     assert [o["task_id"] for o in run(runtime, service.tick(T0 + 60))] == [theirs["id"]]
     wait_ended(runtime, service, mine["id"], user="alice")
     wait_ended(runtime, service, theirs["id"], user="bob")
+
+
+def test_a_failed_run_is_the_occurrences_outcome_and_the_tasks_last_error(make_agent, tmp_path):
+    config = tmp_path / "failing.yaml"
+    config.write_text(yaml.safe_dump({"config_version": 1, "memory": {"enabled": False},
+                                      "title": {"enabled": False}}))
+    agent = make_agent(model=ScriptedChatModel(responses=["fine"], error_at=1, error_message="model down"),
+                       config_path=config)
+    runtime = agent.backend.local("runtime")
+    service = runtime.schedules
+    task = agent.schedules.create("x", every=3600)
+    agent.schedules.trigger(task["id"])
+    [ended] = wait_ended(runtime, service, task["id"])
+    assert ended["status"] == "error" and "model down" in ended["error"]
+    assert "model down" in agent.schedules.get(task["id"])["last_error"]
+    agent.schedules.trigger(task["id"])  # a run that starts clears it; this one succeeds
+    wait_ended(runtime, service, task["id"], count=2)
+    task = agent.schedules.get(task["id"])
+    assert task["last_error"] is None and task["run_count"] == 2
