@@ -188,7 +188,7 @@ def make_tool(
 
         return await asyncio.to_thread(guarded)
 
-    return StructuredTool.from_function(
+    tool = StructuredTool.from_function(
         func=func,
         coroutine=coroutine,
         name=name,
@@ -197,6 +197,23 @@ def make_tool(
         return_direct=return_direct,
         metadata={HONOURS_PRECONDITIONS: True},
     )
+    _exclude_runtime_from_dump(tool)
+    return tool
+
+
+def _exclude_runtime_from_dump(tool: BaseTool) -> None:
+    """Leave the injected ``runtime`` out of the args schema's ``model_dump``.
+
+    LangChain validates a call's input with the schema and dumps the result; a dumped
+    ``ToolRuntime`` serializes the whole thread state, every message, on every tool call
+    (over 100 ms a call at a few thousand messages). LangChain passes injected arguments
+    on from the raw input anyway, so nothing is lost.
+    """
+    schema = tool.args_schema
+    fields = getattr(schema, "model_fields", None)
+    if isinstance(schema, type) and fields and "runtime" in fields and not fields["runtime"].exclude:
+        fields["runtime"].exclude = True
+        schema.model_rebuild(force=True)  # type: ignore[attr-defined]
 
 
 #: ``BaseTool.metadata`` flag of tools that run :func:`set_precondition` checks.
