@@ -213,7 +213,7 @@ def _exclude_runtime_from_dump(tool: BaseTool) -> None:
     fields = getattr(schema, "model_fields", None)
     if isinstance(schema, type) and fields and "runtime" in fields and not fields["runtime"].exclude:
         fields["runtime"].exclude = True
-        schema.model_rebuild(force=True)  # type: ignore[attr-defined]
+        schema.model_rebuild(force=True)  # type: ignore[union-attr]
 
 
 #: ``BaseTool.metadata`` flag of tools that run :func:`set_precondition` checks.
