@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import random
 
+from langchain.agents.middleware import ModelRequest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from deerflow_nb.agent.middlewares._memo import IdentityMemo
-from deerflow_nb.agent.middlewares.dangling_tool_call import _cleaned, patch_dangling
-from deerflow_nb.agent.middlewares.input_sanitization import _sanitized
+from deerflow_nb.agent.middlewares._memo import IdentityMemo, PrefixMap
+from deerflow_nb.agent.middlewares.dangling_tool_call import DanglingToolCallMiddleware, _cleaned, patch_dangling
+from deerflow_nb.agent.middlewares.input_sanitization import InputSanitizationMiddleware, _sanitized
 from deerflow_nb.agent.reducers import merge_message_writes
 from deerflow_nb.runtime.serialize import MessageCache, serialize_message, serialize_state, thread_message_cache
 
@@ -47,10 +48,20 @@ def test_incremental_serialisation_equals_full_serialisation():
 def test_memoised_middleware_passes_equal_the_full_passes():
     rng = random.Random(5)
     sanitized, cleaned = IdentityMemo(_sanitized), IdentityMemo(_cleaned)
+    prefixed = PrefixMap(_sanitized)
+    sanitizer, dangling = InputSanitizationMiddleware(), DanglingToolCallMiddleware()
     history: list = []
     for step in range(40):
         history = history + [_message(rng, step * 10 + k) for k in range(rng.randint(1, 3))]
         assert [sanitized(m) for m in history] == [_sanitized(m) for m in history]
         assert patch_dangling(history, cleaned) == patch_dangling(history)
+        assert prefixed(history) == [_sanitized(m) for m in history]
+        other = history[:-1] + [HumanMessage("another tail", id=f"x{step}")]  # same prefix, other tail
+        assert prefixed(other) == [_sanitized(m) for m in other]
+        # the middlewares' requests equal the full passes
+        request = ModelRequest(model=None, messages=list(history), system_message=None, tool_choice=None,
+                               tools=[], response_format=None, state={"messages": history}, runtime=None)
+        assert list(sanitizer.prepare(request).messages) == [_sanitized(m) for m in history]
+        assert list(dangling.prepare(request).messages) == patch_dangling(history)
     assert "&lt;system-reminder&gt;" in "".join(
         str(sanitized(m).content) for m in history if isinstance(m, HumanMessage))

@@ -12,7 +12,7 @@ from langchain.agents.middleware import ModelRequest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from deerflow_nb.agent.middlewares._base import ModelCallMiddleware
-from deerflow_nb.agent.middlewares._memo import IdentityMemo
+from deerflow_nb.agent.middlewares._memo import PrefixMap
 
 __all__ = ["PLACEHOLDER", "DanglingToolCallMiddleware", "patch_dangling"]
 
@@ -61,18 +61,27 @@ def patch_dangling(messages: Sequence[BaseMessage],
     return out
 
 
+def _all_answered(messages: Sequence[BaseMessage]) -> bool:
+    """Whether every tool call in ``messages`` has a result."""
+    asked = {c.get("id") for m in messages if isinstance(m, AIMessage) for c in m.tool_calls} - {None, ""}
+    return asked <= {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+
+
 class DanglingToolCallMiddleware(ModelCallMiddleware):
     """Patches the model request only; the checkpointed history is left as it was."""
 
     def __init__(self) -> None:
         super().__init__()
         # each AI message's calls are cleaned once, not on every model call of every later turn
-        self._cleaned: IdentityMemo[BaseMessage, BaseMessage] = IdentityMemo(_cleaned)
+        self._cleaned: PrefixMap[BaseMessage, BaseMessage] = PrefixMap(_cleaned)
 
     def prepare(self, request: ModelRequest) -> ModelRequest:
         """Patch dangling calls in the request messages."""
         messages = list(request.messages)
-        patched = patch_dangling(messages, self._cleaned)
+        cleaned = self._cleaned(messages)
+        if all(map(operator.is_, cleaned, messages)) and _all_answered(messages):
+            return request  # the common case, without a Python-level pass per message
+        patched = patch_dangling(cleaned)
         if len(patched) == len(messages) and all(map(operator.is_, patched, messages)):
             return request
         return request.override(messages=patched)  # type: ignore[arg-type]

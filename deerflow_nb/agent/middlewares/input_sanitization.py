@@ -13,7 +13,7 @@ from langchain.agents.middleware import ModelRequest
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from deerflow_nb.agent.middlewares._base import ModelCallMiddleware
-from deerflow_nb.agent.middlewares._memo import IdentityMemo
+from deerflow_nb.agent.middlewares._memo import PrefixMap
 
 __all__ = ["RESERVED_TAGS", "InputSanitizationMiddleware", "sanitize_text"]
 
@@ -58,10 +58,10 @@ class InputSanitizationMiddleware(ModelCallMiddleware):
     def __init__(self) -> None:
         super().__init__()
         # each message is checked once, not on every model call of every later turn
-        self._sanitized: IdentityMemo[BaseMessage, BaseMessage] = IdentityMemo(_sanitized)
+        self._sanitized: PrefixMap[BaseMessage, BaseMessage] = PrefixMap(_sanitized)
 
     def prepare(self, request: ModelRequest) -> ModelRequest:
         """Sanitize user-authored human messages in the request (state is untouched)."""
-        messages = [self._sanitized(m) for m in request.messages]
+        messages = self._sanitized(request.messages)
         changed = any(map(operator.is_not, messages, request.messages))
         return request.override(messages=messages) if changed else request  # type: ignore[arg-type]
