@@ -12,7 +12,7 @@ import math
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = ["MAX_INTERVAL_SECONDS", "MIN_INTERVAL_SECONDS", "ScheduledTaskCreateRequest",
@@ -37,6 +37,10 @@ def check_cron(expression: str) -> str:
     normal = " ".join(fields)
     if not croniter.is_valid(normal):
         raise ValueError(f"not a valid cron expression: {expression!r}")
+    try:  # valid fields can still name no date at all (February 30th)
+        croniter(normal, datetime(2000, 1, 1, tzinfo=UTC)).get_next(float)
+    except CroniterBadDateError:
+        raise ValueError(f"cron expression {expression!r} never matches a date") from None
     return normal
 
 

@@ -86,6 +86,7 @@ def test_create_validates_before_storing(env):
         ({"message": "x", "cron": "* * * * *", "every_seconds": 60}, "exactly one"),
         ({"message": "x", "cron": "61 * * * *"}, "cron"),
         ({"message": "x", "cron": "* * * *"}, "5 fields"),
+        ({"message": "x", "cron": "0 0 30 2 *"}, "never matches"),
         ({"message": "x", "every_seconds": 0.5}, "every_seconds"),
         ({"message": "x", "every_seconds": "60"}, "every_seconds"),
         ({"message": "  ", "every_seconds": 60}, "message"),
