@@ -191,7 +191,7 @@ class DeerFlowHandler(ExtensionHandlerMixin, APIHandler):
         if len(raw) > MAX_BODY_BYTES:
             raise _HTTPError(413, f"request body is larger than {MAX_BODY_BYTES} bytes", "Payload Too Large")
         try:
-            data = json.loads(raw, parse_constant=_no_constant) if raw.strip() else {}
+            data = json.loads(raw, parse_constant=_no_constant)  # an empty body is {}; whitespace alone is not JSON
         except RecursionError:
             raise _HTTPError(422, f"body: nested deeper than {MAX_JSON_DEPTH} levels", "Unprocessable Entity") from None
         except ValueError:

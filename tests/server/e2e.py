@@ -65,7 +65,7 @@ class JupyterServer:
     def headers(self, token: str | None = None) -> dict[str, str]:
         return {"Authorization": f"token {token or self.token}"}
 
-    def start(self, timeout: float = 90, *, on_spawn: Callable[[int], None] | None = None) -> JupyterServer:
+    def start(self, timeout: float = 300, *, on_spawn: Callable[[int], None] | None = None) -> JupyterServer:
         """Start and wait until the gateway answers; ``on_spawn(pid)`` runs as soon as the process exists."""
         log = self.log.open("ab")
         self.proc = subprocess.Popen([sys.executable, "-m", "jupyter_server"], env=self.env, cwd=self.root,

@@ -51,6 +51,9 @@ async def test_json_that_cannot_be_stored_is_refused(jp_fetch):
     with pytest.raises(HTTPClientError) as info:  # ``null`` is not an object either (it used to mean ``{}``)
         await jp_fetch("deerflow", "api", "threads", method="POST", body="null")
     assert info.value.code == 400
+    with pytest.raises(HTTPClientError) as info:  # whitespace is not JSON (only an empty body means ``{}``)
+        await jp_fetch("deerflow", "api", "threads", method="POST", body="\n")
+    assert info.value.code == 400
     assert await call(jp_fetch, "threads", "search", method="POST", body={}) == []  # nothing was stored
 
 
