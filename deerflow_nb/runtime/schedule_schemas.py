@@ -23,7 +23,7 @@ __all__ = ["MAX_INTERVAL_SECONDS", "MIN_INTERVAL_SECONDS", "ScheduledTaskCreateR
 MIN_INTERVAL_SECONDS = 1.0
 #: The longest interval (a year, in seconds).
 MAX_INTERVAL_SECONDS = 366 * 86400.0
-_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
+_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$"  # a thread id (deerflow_nb.config.validate_id)
 
 ContextMode = Literal["fresh_thread_per_run", "reuse_thread"]
 OccurrenceStatus = Literal["queued", "running", "success", "error", "timeout", "interrupted", "skipped"]
@@ -87,6 +87,13 @@ class ScheduledTaskCreateRequest(BaseModel):
     @classmethod
     def _cron(cls, value: str | None) -> str | None:
         return None if value is None else check_cron(value)
+
+    @field_validator("thread_id")
+    @classmethod
+    def _thread(cls, value: str | None) -> str | None:
+        if value is not None and ".." in value:
+            raise ValueError("thread_id must not contain '..'")
+        return value
 
     @field_validator("every_seconds")
     @classmethod
