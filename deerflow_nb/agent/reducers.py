@@ -101,16 +101,18 @@ def merge_goal(current: dict[str, Any] | None, update: dict[str, Any] | str | No
 def merge_promoted(current: dict[str, Any] | None, update: dict[str, Any] | None) -> dict[str, Any] | None:
     """Deferred tools made callable, ``{"catalog_hash", "names"}``, scoped by the tool catalog.
 
-    Names add up while the catalog hash stays the same; an update under another hash (the
-    MCP tools changed) replaces the record, so a remembered name cannot expose a different tool.
+    Names add up while the catalog hash stays the same, the most recently promoted last (a name
+    promoted again moves to the end); an update under another hash (the MCP tools changed)
+    replaces the record, so a remembered name cannot expose a different tool.
     """
     if not update:
         return current
     names = list(dict.fromkeys(str(n) for n in update.get("names") or []))
     if current is None or current.get("catalog_hash") != update.get("catalog_hash"):
         return {"catalog_hash": update.get("catalog_hash"), "names": names}
+    fresh = set(names)
     return {"catalog_hash": current["catalog_hash"],
-            "names": list(dict.fromkeys([*(current.get("names") or []), *names]))}
+            "names": [*(n for n in current.get("names") or [] if n not in fresh), *names]}
 
 
 def merge_skill_context(

@@ -323,11 +323,23 @@ class ToolSearchConfig(_Section):
     max_search_results: int = Field(default=5, ge=1, le=20, description="Tool schemas one tool_search returns.")
     max_prompt_names: int = Field(default=50, ge=1, le=500, description="Deferred tool names listed in the "
                                   "system prompt; the rest stay searchable.")
+    max_active_tools: int = Field(default=20, ge=1, le=100, description="Promoted tool schemas bound per model "
+                                  "call, the most recently promoted; older ones are found again with tool_search.")
 
     @field_validator("auto_promote_top_k")
     @classmethod
     def _clamp_top_k(cls, value: int) -> int:
         return min(max(value, 1), 5)
+
+    @model_validator(mode="after")
+    def _room_for_discovery(self) -> ToolSearchConfig:
+        # a search and the routing of the same call must both fit, or discovery evicts itself
+        if self.max_active_tools < self.max_search_results + self.auto_promote_top_k:
+            raise ValueError(f"max_active_tools ({self.max_active_tools}) must be at least max_search_results + "
+                             f"auto_promote_top_k ({self.max_search_results + self.auto_promote_top_k})")
+        return self
+
+
 class OtelConfig(_Section):
     """startup-only: OpenTelemetry spans for runs, model calls and tool calls."""
 

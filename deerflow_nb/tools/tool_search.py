@@ -220,6 +220,7 @@ class DeferredToolSetup:
     routing_index: dict[str, tuple[int, tuple[str, ...]]] = field(default_factory=dict)
     top_k: int = 3
     max_prompt_names: int = 50
+    max_active_tools: int = 20
 
     @property
     def deferred_names(self) -> frozenset[str]:
@@ -241,7 +242,7 @@ class DeferredToolSetup:
         chain: list[AgentMiddleware] = []
         if self.routing_index:
             chain.append(McpRoutingMiddleware(self.routing_index, self.catalog.hash, self.top_k))
-        chain.append(DeferredToolFilterMiddleware(self.catalog.names, self.catalog.hash))
+        chain.append(DeferredToolFilterMiddleware(self.catalog.names, self.catalog.hash, self.max_active_tools))
         return chain
 
 
@@ -269,7 +270,8 @@ def assemble_deferred_tools(tools: Sequence[BaseTool], config: ToolSearchConfig
         return list(tools), DeferredToolSetup()
     catalog = ToolCatalog(deferred)
     setup = DeferredToolSetup(catalog=catalog, routing_index=_routing_index(deferred),
-                              top_k=config.auto_promote_top_k, max_prompt_names=config.max_prompt_names)
+                              top_k=config.auto_promote_top_k, max_prompt_names=config.max_prompt_names,
+                              max_active_tools=config.max_active_tools)
     kept = [t for t in tools if t.name != TOOL_SEARCH_NAME]
     return [*kept, tool_search_tool(catalog, config.max_search_results)], setup
 

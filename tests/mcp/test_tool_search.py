@@ -247,3 +247,21 @@ def test_an_active_skill_keeps_tool_search_but_only_its_allowed_tools_become_vis
     offered = [sorted(c["tools"]) for c in read_calls(tmp_path / "calls.jsonl")]
     assert offered[0] == ["read_file", "tool_search"]  # the skill's tools plus discovery
     assert offered[1] == ["add", "read_file", "tool_search"]  # "where" was promoted, but the skill hides it
+
+
+def test_only_the_most_recent_promotions_are_bound():
+    from langchain.agents.middleware import ModelRequest
+
+    from deerflow_nb.agent.middlewares.deferred_tools import DeferredToolFilterMiddleware
+
+    tools = [_mcp(f"t{i}", f"Tool {i}.") for i in range(4)]
+    middleware = DeferredToolFilterMiddleware(frozenset(t.name for t in tools), "h", max_active=2)
+    promoted = merge_promoted(merge_promoted(None, {"catalog_hash": "h", "names": ["t0", "t1", "t2"]}),
+                              {"catalog_hash": "h", "names": ["t0"]})  # promoted again: the most recent
+    assert promoted == {"catalog_hash": "h", "names": ["t1", "t2", "t0"]}
+    request = ModelRequest(model=None, messages=[], tools=tools, state={"messages": [], "promoted": promoted})
+    seen: list = []
+    middleware.wrap_model_call(request, lambda r: seen.append([t.name for t in r.tools]))
+    assert seen == [["t0", "t2"]]
+    with pytest.raises(ValueError, match="max_active_tools"):
+        ToolSearchConfig(max_active_tools=7)  # 5 search results + 3 routed do not fit

@@ -23,12 +23,16 @@ from deerflow_nb.tools.tool_search import TOOL_SEARCH_NAME
 __all__ = ["DeferredToolFilterMiddleware", "McpRoutingMiddleware", "promoted_names"]
 
 
-def promoted_names(state: Mapping[str, Any] | None, catalog_hash: str) -> frozenset[str]:
-    """The names promoted under ``catalog_hash`` in ``state`` (none under another hash)."""
+def promoted_names(state: Mapping[str, Any] | None, catalog_hash: str, limit: int | None = None) -> frozenset[str]:
+    """The names promoted under ``catalog_hash`` in ``state`` (none under another hash).
+
+    ``limit``: only the most recently promoted ones.
+    """
     record = (state or {}).get("promoted")
     if not isinstance(record, Mapping) or record.get("catalog_hash") != catalog_hash:
         return frozenset()
-    return frozenset(str(n) for n in record.get("names") or [])
+    names = [str(n) for n in record.get("names") or []]
+    return frozenset(names[-limit:] if limit else names)
 
 
 def _text(message: HumanMessage) -> str:
@@ -92,17 +96,25 @@ class McpRoutingMiddleware(AgentMiddleware):
 
 
 class DeferredToolFilterMiddleware(AgentMiddleware):
-    """Bind only non-deferred and promoted tools; refuse calls to deferred tools not promoted."""
+    """Bind only non-deferred and promoted tools; refuse calls to deferred tools not promoted.
 
-    def __init__(self, deferred_names: frozenset[str], catalog_hash: str) -> None:
+    At most ``max_active`` promoted tools are bound, the most recently promoted; an older one
+    is refused like an unloaded one (``tool_search`` brings it back).
+    """
+
+    def __init__(self, deferred_names: frozenset[str], catalog_hash: str, max_active: int | None = None) -> None:
         super().__init__()
         self.deferred_names = frozenset(deferred_names)
         self.catalog_hash = catalog_hash
+        self.max_active = max_active
+
+    def _active(self, state: Mapping[str, Any] | None) -> frozenset[str]:
+        return promoted_names(state, self.catalog_hash, self.max_active)
 
     def _filter(self, request: ModelRequest) -> ModelRequest:
         from deerflow_nb.tools.tool_search import tool_name_of
 
-        hidden = self.deferred_names - promoted_names(request.state, self.catalog_hash)
+        hidden = self.deferred_names - self._active(request.state)
         if not hidden:
             return request
         return request.override(tools=[t for t in request.tools if tool_name_of(t) not in hidden])
@@ -119,8 +131,7 @@ class DeferredToolFilterMiddleware(AgentMiddleware):
 
     def _refusal(self, request: Any) -> Any:
         name = request.tool_call["name"]
-        if name not in self.deferred_names or name in promoted_names(getattr(request, "state", None),
-                                                                      self.catalog_hash):
+        if name not in self.deferred_names or name in self._active(getattr(request, "state", None)):
             return None
         return tool_error(request, f"Error: {name} is a deferred tool and its schema is not loaded. Call "
                           f'{TOOL_SEARCH_NAME} with query "select:{name}" first, then call {name}.',
