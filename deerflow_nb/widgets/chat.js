@@ -159,27 +159,35 @@ function render({ model, el }) {
         dfEl("button", { class: "dfw-btn dfw-btn-small dfw-branch-next", type: "button", disabled: !idle || !sw.next,
           title: "next version", onclick: go(sw.next) }, "›")));
     }
+    // the editor stays open (with what was typed) when the chat redraws this message meanwhile
+    const openEditor = () => {
+      memory.editing = memory.editing && memory.editing.id === item.id ? memory.editing : { id: item.id, value: item.text };
+      const box = dfEl("textarea", { class: "dfw-edit-input", rows: 2, "aria-label": "edited message" });
+      box.value = memory.editing.value;
+      box.addEventListener("input", () => { if (memory.editing) memory.editing.value = box.value; });
+      const save = dfEl("button", { class: "dfw-btn dfw-btn-small dfw-primary dfw-edit-save", type: "button",
+        disabled: !idle }, "Save & rerun");
+      const cancel = dfEl("button", { class: "dfw-btn dfw-btn-small dfw-edit-cancel", type: "button" }, "Cancel");
+      const form = dfEl("div", { class: "dfw-edit-form" }, box, save, cancel);
+      save.addEventListener("click", () => {
+        const v = box.value.trim();
+        if (!v) return;
+        memory.editing = null;
+        model.send({ kind: "edit", message_id: item.id, text: v });
+      });
+      cancel.addEventListener("click", () => { memory.editing = null; form.replaceWith(text); bar.hidden = false; });
+      text.replaceWith(form);
+      bar.hidden = true;
+      setTimeout(() => box.focus(), 0);
+    };
     if ((controls.editable || []).includes(item.id)) {
       const edit = dfEl("button", { class: "dfw-btn dfw-btn-small dfw-edit", type: "button", disabled: !idle,
         title: "edit this message and rerun from here; the current continuation stays as a branch" }, "✎ Edit");
-      edit.addEventListener("click", () => {
-        const box = dfEl("textarea", { class: "dfw-edit-input", rows: 2, "aria-label": "edited message" });
-        box.value = item.text;
-        const save = dfEl("button", { class: "dfw-btn dfw-btn-small dfw-primary dfw-edit-save", type: "button" }, "Save & rerun");
-        const cancel = dfEl("button", { class: "dfw-btn dfw-btn-small dfw-edit-cancel", type: "button" }, "Cancel");
-        const form = dfEl("div", { class: "dfw-edit-form" }, box, save, cancel);
-        save.addEventListener("click", () => {
-          const v = box.value.trim();
-          if (v) model.send({ kind: "edit", message_id: item.id, text: v });
-        });
-        cancel.addEventListener("click", () => { form.replaceWith(text); bar.hidden = false; });
-        text.replaceWith(form);
-        bar.hidden = true;
-        box.focus();
-      });
+      edit.addEventListener("click", openEditor);
       bar.append(edit);
     }
     if (bar.childNodes.length) node.append(bar);
+    if (memory.editing && memory.editing.id === item.id) openEditor();
     return node;
   };
   const renderItem = (item) => {
