@@ -21,14 +21,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain.agents.middleware import ModelRequest
 from langchain_core.messages import AnyMessage, HumanMessage
 
-from deerflow_nb.agent.middlewares._base import ModelCallMiddleware, context_of, tool_error
+from deerflow_nb.agent.middlewares._base import ModelCallMiddleware, ToolCallGate, context_of, tool_error
 from deerflow_nb.skills.prompt import DESCRIBE_SKILL_TOOL
 from deerflow_nb.skills.types import Skill
 from deerflow_nb.tools.tool_search import TOOL_SEARCH_NAME
@@ -136,7 +136,7 @@ def _tool_name(tool: Any) -> str:
     return str(getattr(tool, "name", ""))
 
 
-class SkillActivationMiddleware(ModelCallMiddleware):
+class SkillActivationMiddleware(ToolCallGate, ModelCallMiddleware):
     """Applies a run's slash activation: hidden instructions, tool policy, secret binding."""
 
     def _resolve(self, request: ModelRequest, read_body: bool) -> SkillRunState | None:
@@ -205,13 +205,3 @@ class SkillActivationMiddleware(ModelCallMiddleware):
                                    f"{state.active.name!r} is active; allowed tools: "
                                    f"{', '.join(state.active.allowed_tools) or 'none'}",
                           error_type="permission")
-
-    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        """Refuse tools outside the active skill's ``allowed-tools``."""
-        refusal = self._refusal(request)
-        return refusal if refusal is not None else handler(request)
-
-    async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
-        """Async twin of :meth:`wrap_tool_call`."""
-        refusal = self._refusal(request)
-        return refusal if refusal is not None else await handler(request)

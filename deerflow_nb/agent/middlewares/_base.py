@@ -19,7 +19,7 @@ from langgraph.types import Command
 
 from deerflow_nb.context import RunContext
 
-__all__ = ["ModelCallMiddleware", "context_of", "last_ai", "with_update"]
+__all__ = ["ModelCallMiddleware", "ToolCallGate", "context_of", "last_ai", "tool_error", "with_update"]
 
 
 def context_of(request: Any) -> RunContext:
@@ -91,3 +91,25 @@ def tool_error(request: Any, text: str, **meta: Any) -> ToolMessage:
     meta = {k: v for k, v in meta.items() if k != "status"}
     message = ToolMessage(content=text, tool_call_id=call["id"], name=call["name"], status="error")
     return normalize_tool_result(message, status="error", **meta)
+
+
+class ToolCallGate:
+    """Mixin for a middleware that may refuse a tool call before it runs.
+
+    Subclasses define ``_refusal(request)``: the error ``ToolMessage`` to answer instead of
+    running the tool, or ``None`` to let the call through. Put it before
+    ``AgentMiddleware`` in the bases so LangChain sees the wrapping hooks.
+    """
+
+    def _refusal(self, request: Any) -> Any:
+        raise NotImplementedError
+
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        """Answer the refusal, or run the tool."""
+        refusal = self._refusal(request)
+        return refusal if refusal is not None else handler(request)
+
+    async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        """Async twin of :meth:`wrap_tool_call`."""
+        refusal = self._refusal(request)
+        return refusal if refusal is not None else await handler(request)

@@ -16,7 +16,7 @@ from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResp
 from langchain.agents.middleware.types import ModelCallResult
 from langchain_core.messages import HumanMessage
 
-from deerflow_nb.agent.middlewares._base import tool_error, with_update
+from deerflow_nb.agent.middlewares._base import ToolCallGate, tool_error, with_update
 from deerflow_nb.agent.reducers import merge_promoted
 from deerflow_nb.tools.tool_search import TOOL_SEARCH_NAME
 
@@ -95,7 +95,7 @@ class McpRoutingMiddleware(AgentMiddleware):
         return with_update(await handler(request), update)
 
 
-class DeferredToolFilterMiddleware(AgentMiddleware):
+class DeferredToolFilterMiddleware(ToolCallGate, AgentMiddleware):
     """Bind only non-deferred and promoted tools; refuse calls to deferred tools not promoted.
 
     At most ``max_active`` promoted tools are bound, the most recently promoted; an older one
@@ -137,13 +137,3 @@ class DeferredToolFilterMiddleware(AgentMiddleware):
                           f'{TOOL_SEARCH_NAME} with query "select:{name}" first, then call {name}.',
                           error_type="tool_not_loaded", recoverable_by_model=True,
                           recommended_next_action=f"call {TOOL_SEARCH_NAME}")
-
-    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        """Refuse a deferred tool the model has not loaded."""
-        refusal = self._refusal(request)
-        return refusal if refusal is not None else handler(request)
-
-    async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
-        """Async twin of :meth:`wrap_tool_call`."""
-        refusal = self._refusal(request)
-        return refusal if refusal is not None else await handler(request)
