@@ -5,7 +5,7 @@ validates an embedded call with the same models, so both modes refuse alike.
 
 Unknown fields are rejected (422 naming them) so that SDK options DeerFlow does not
 implement are never silently dropped; placeholders accept only the stock
-``langgraph-sdk`` defaults (``stream_resumable=False``, ``stream_subgraphs=False``).
+``langgraph-sdk`` defaults (``stream_resumable=False``).
 """
 
 from __future__ import annotations
@@ -160,7 +160,8 @@ class RunCreateRequest(_Body):
     context: RunOptionsModel | None = Field(default=None, description="Same keys as config.configurable.")
     metadata: dict[str, Any] | None = None
     stream_mode: str | list[str] | None = Field(default=None, description=f"Any of {list(PUBLIC_STREAM_MODES)}.")
-    stream_subgraphs: Literal[False] = False
+    stream_subgraphs: bool = Field(default=False, description="Also stream the subagents' frames, named "
+                                   "``<mode>|tools:<task_id>`` (LangGraph's subgraph namespaces).")
     stream_resumable: bool = Field(default=False, description="Streams are always resumable with Last-Event-ID.")
     interrupt_before: None = None
     interrupt_after: None = None

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -100,8 +101,13 @@ def stream_event_from_wire(event: str, data: Any) -> StreamEvent | None:
 
     ``messages`` frames (``[chunk, metadata]``) become ``messages-tuple`` events in DeerFlow's
     shape: an AI text delta ``{"type": "ai", "id", "content"}``, an AI tool-call message, or a
-    tool result.
+    tool result. A subgraph's frame (``values|tools:<task_id>``, streamed with ``stream_subgraphs``)
+    becomes its mode's event with :attr:`~StreamEvent.namespace` set.
     """
+    if "|" in event:
+        mode, namespace = event.split("|", 1)
+        inner = stream_event_from_wire(mode, data)
+        return replace(inner, namespace=namespace) if inner is not None else None
     if event == "messages" and isinstance(data, list | tuple) and data and isinstance(data[0], dict):
         chunk = dict(data[0])
         meta = data[1] if len(data) > 1 and isinstance(data[1], dict) else None

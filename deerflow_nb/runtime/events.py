@@ -32,7 +32,12 @@ class StreamEvent:
     #: LangGraph's metadata of a ``messages-tuple`` event (``langgraph_node``, ``langgraph_step``, ...),
     #: sent over HTTP as the second item of the ``[chunk, metadata]`` tuple; not part of ``to_dict()``.
     meta: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    #: LangGraph's subgraph namespace of a frame a subagent streamed (``tools:<task_id>``), only in runs
+    #: started with ``stream_subgraphs``; over HTTP the event is named ``<mode>|<namespace>``. ``None``: the run's own.
+    namespace: str | None = field(default=None)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form ``{"type": ..., "data": ...}``."""
+        """JSON-ready form ``{"type": ..., "data": ...}`` (plus ``namespace`` when set)."""
+        if self.namespace is not None:
+            return {"type": self.type, "data": self.data, "namespace": self.namespace}
         return {"type": self.type, "data": self.data}

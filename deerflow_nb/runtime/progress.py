@@ -44,6 +44,8 @@ class ProgressTracker:
 
     def observe(self, event: StreamEvent) -> bool:
         """Update from ``event``; whether it is a model report (consumed, not forwarded)."""
+        if event.namespace is not None:  # a subagent's frame (``stream_subgraphs``): not the run's phase
+            return False
         data = event.data if isinstance(event.data, dict) else {}
         if event.type == "custom" and data.get("type") == MODEL_PROGRESS:
             self.phase = "generating"

@@ -84,6 +84,8 @@ class RunRecord(RunInfo):
 
     def observe(self, event: StreamEvent) -> None:
         """Track what the client needs after the stream is gone: final text, usage, errors."""
+        if event.namespace is not None:  # a subagent's frame: not the run's text
+            return
         data = event.data
         if event.type == "messages-tuple":
             if data.get("type") == "ai" and data.get("content"):

@@ -11,6 +11,7 @@ mode keep its metadata (:attr:`StreamEvent.meta`, JSON-safe keys only) for the H
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -18,7 +19,21 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from deerflow_nb.runtime.events import StreamEvent
 from deerflow_nb.runtime.serialize import MessageCache, message_text, serialize_message, serialize_state
 
-__all__ = ["StreamConverter", "final_text_of", "pending_input_of", "stream_metadata"]
+__all__ = ["STREAM_SUBGRAPHS", "SUBGRAPH_FRAME", "StreamConverter", "final_text_of", "pending_input_of",
+           "stream_metadata", "subgraph_frame"]
+
+#: Set (``True``) around :meth:`Runtime.start_run` by a run that asked for ``stream_subgraphs``; the
+#: run's task inherits it (tasks copy the context), so the ``task`` tool sees it and its subagents
+#: forward their frames (:func:`subgraph_frame`) into the run's stream as namespaced events.
+STREAM_SUBGRAPHS: ContextVar[bool] = ContextVar("deerflow_stream_subgraphs", default=False)
+#: The ``custom`` chunk type that carries a subagent's frame through the parent's stream writer.
+SUBGRAPH_FRAME = "__subgraph_frame__"
+
+
+def subgraph_frame(event: StreamEvent, namespace: str) -> dict[str, Any]:
+    """A subagent's event as the ``custom`` chunk that :class:`StreamConverter` turns back into it, namespaced."""
+    return {"type": SUBGRAPH_FRAME, "namespace": namespace, "event": event.type, "data": event.data,
+            "meta": event.meta}
 
 _META_SCALARS = (str, int, float, bool, type(None))
 
@@ -140,7 +155,10 @@ class StreamConverter:
         elif mode == "values":
             yield from self._on_values(chunk)
         elif mode == "custom":
-            yield StreamEvent("custom", chunk)
+            if isinstance(chunk, dict) and chunk.get("type") == SUBGRAPH_FRAME:  # a subagent's frame
+                yield StreamEvent(chunk["event"], chunk["data"], chunk.get("meta"), namespace=chunk["namespace"])
+            else:
+                yield StreamEvent("custom", chunk)
 
     # -- results -------------------------------------------------------------------
     def run_messages(self) -> list[BaseMessage]:

@@ -207,6 +207,9 @@ async def agent_run(
             if event.type == "custom" and (event.data or {}).get("type") == MODEL_PROGRESS:
                 yield event  # the moment, not the conversation: becomes progress, not journaled
                 continue
+            if event.namespace is not None:  # a subagent's frame (``stream_subgraphs``): stream only
+                yield event
+                continue
             if event.type == "error":  # the ``end`` that follows closes the run
                 status = "error"
                 journal.observe(event)

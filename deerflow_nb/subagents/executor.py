@@ -41,6 +41,7 @@ from deerflow_nb.agent.middlewares.token_usage import add_usage
 from deerflow_nb.agent.state import ThreadState
 from deerflow_nb.config.schema import AppConfig
 from deerflow_nb.context import RunContext
+from deerflow_nb.runtime.streaming import STREAM_SUBGRAPHS, StreamConverter, subgraph_frame
 from deerflow_nb.subagents.config import SubagentSpec, resolve_limits
 from deerflow_nb.subagents.steps import STEP_MAX_CHARS, SubagentResult, build_step, merge_usage_totals
 from deerflow_nb.subagents.token_budget import TokenBudgetMiddleware
@@ -224,12 +225,26 @@ class SubagentExecutor:
         about = child.extra.get("subagent") or {}
         traced = subagent_trace_config(str(about.get("type", "subagent")), str(about.get("task_id", "")))
 
+        # a run started with ``stream_subgraphs`` (read here, in the task tool's context): the subagent's
+        # values / updates / messages frames join the run's stream, namespaced ``tools:<task_id>`` as
+        # LangGraph names a subgraph called in the tools node; they travel as custom chunks of the parent
+        converter = StreamConverter() if STREAM_SUBGRAPHS.get() else None
+        namespace = f"tools:{about.get('task_id', '')}"
+
         async def drive() -> None:
-            stream = graph.astream({"messages": [HumanMessage(content=prompt)]},
-                                   config={"recursion_limit": 2 * max_turns + 1, **traced},
-                                   context=child, stream_mode="values")
-            async for chunk in stream:
-                tracker.feed(list(chunk.get("messages") or []))
+            graph_input = {"messages": [HumanMessage(content=prompt)]}
+            graph_config = {"recursion_limit": 2 * max_turns + 1, **traced}
+            if converter is None:
+                async for chunk in graph.astream(graph_input, config=graph_config, context=child,
+                                                 stream_mode="values"):
+                    tracker.feed(list(chunk.get("messages") or []))
+                return
+            async for mode, chunk in graph.astream(graph_input, config=graph_config, context=child,
+                                                   stream_mode=["values", "updates", "messages"]):
+                if mode == "values":
+                    tracker.feed(list(chunk.get("messages") or []))
+                for event in converter.feed(mode, chunk):
+                    tracker.writer(subgraph_frame(event, namespace))
 
         # An empty context: no parent LangGraph config, checkpointer or callbacks leak in.
         task = asyncio.create_task(drive(), context=contextvars.Context())

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from tornado.iostream import StreamClosedError
@@ -49,7 +50,14 @@ def message_chunk(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def wire_frame(event: StreamEvent, run_id: str, thread_id: str | None) -> tuple[str, Any]:
-    """``(SSE event name, data)`` of a stream event, as LangGraph Platform names and shapes it."""
+    """``(SSE event name, data)`` of a stream event, as LangGraph Platform names and shapes it.
+
+    A subagent's frame (``stream_subgraphs``) is named ``<mode>|<namespace>``, as LangGraph names a
+    subgraph's stream parts (``values|tools:<task_id>``).
+    """
+    if event.namespace is not None:
+        name, data = wire_frame(replace(event, namespace=None), run_id, thread_id)
+        return f"{name}|{event.namespace}", data
     if event.type == "messages-tuple":
         data = event.data if isinstance(event.data, dict) else {}
         meta = dict(event.meta or {"langgraph_node": "tools" if data.get("type") == "tool" else "model"})
