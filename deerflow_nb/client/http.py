@@ -422,10 +422,9 @@ class HttpBackend:
         return "cancelled"
 
     async def run_events(self, thread_id: str, run_id: str | None, event_type: str | None) -> list[dict[str, Any]]:
-        """``GET /threads/{id}/runs/{run_id}/events``."""
-        if run_id is None:
-            raise UsageError("over HTTP, run_events needs a run_id")
-        data = await self.request("GET", f"/threads/{thread_id}/runs/{run_id}/events", event_type=event_type)
+        """``GET /threads/{id}/runs/{run_id}/events`` (or ``/threads/{id}/events`` for every run)."""
+        path = f"/threads/{thread_id}/events" if run_id is None else f"/threads/{thread_id}/runs/{run_id}/events"
+        data = await self.request("GET", path, event_type=event_type)
         return list(data["data"])
 
     async def workspace_changes(self, thread_id: str, run_id: str | None) -> dict[str, Any]:

@@ -516,7 +516,7 @@ class Thread:
         return await self._loop.arun(self._afork(checkpoint_id))
 
     def run_events(self, run_id: str | None = None, *, event_type: str | None = None) -> list[dict[str, Any]]:
-        """Journal entries of a run (embedded: also of the whole thread), oldest first."""
+        """Journal entries of a run (``None``: of every run of the thread), oldest first."""
         return self._loop.run(self._backend.run_events(self.id, run_id, event_type), method="Thread.run_events")
 
     async def arun_events(self, run_id: str | None = None, *, event_type: str | None = None

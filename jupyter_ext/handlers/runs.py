@@ -332,14 +332,15 @@ class RunCancelHandler(_RunLookup):
 
 
 class RunEventsHandler(_RunLookup):
-    """``GET /threads/{id}/runs/{run_id}/events``: the run journal."""
+    """``GET /threads/{id}/runs/{run_id}/events`` and ``GET /threads/{id}/events``: the journal."""
 
     @web.authenticated
     @authorized
     @api_method
-    async def get(self, thread_id: str, run_id: str) -> None:
-        """``{"data": [entries]}`` oldest first (``?event_type=`` filters)."""
-        await self._run(thread_id, run_id)
+    async def get(self, thread_id: str, run_id: str | None = None) -> None:
+        """``{"data": [entries]}`` of the run (or of every run of the thread), oldest first (``?event_type=``)."""
+        if run_id is not None:
+            await self._run(thread_id, run_id)
         entries = await self.service.call(self.service.engine.run_events(
             thread_id, run_id, user_id=self.user_id, event_type=self.get_query_argument("event_type", None)))
         self.write_json({"data": entries})
@@ -369,6 +370,7 @@ default_handlers = [
     (rf"/{API}/threads/{_T}/runs/{_R}/stream", RunJoinStreamHandler),
     (rf"/{API}/threads/{_T}/runs/{_R}/cancel", RunCancelHandler),
     (rf"/{API}/threads/{_T}/runs/{_R}/events", RunEventsHandler),
+    (rf"/{API}/threads/{_T}/events", RunEventsHandler),
     (rf"/{API}/threads/{_T}/runs/{_R}/workspace-changes", WorkspaceChangesHandler),
     (rf"/{API}/threads/{_T}/workspace-changes", WorkspaceChangesHandler),
     (rf"/{API}/threads/{_T}/stream", ThreadStreamHandler),

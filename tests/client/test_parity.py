@@ -52,6 +52,24 @@ def test_runs_start_stream_wait_replay(agent):
     assert run.usage is not None and run.cancel() == "not_cancellable"
 
 
+def test_run_events_of_one_run_and_of_the_whole_thread(agent):
+    thread = agent.thread()
+    first = thread.start("journal one")
+    assert first.wait() == "Answer to one."
+    run = thread.start("journal two")
+    assert run.wait() == "Answer to two."
+    mine = thread.run_events(run.run_id)
+    assert mine and {e["run_id"] for e in mine} == {run.run_id}
+    every = thread.run_events()
+    assert {e["run_id"] for e in every} == {first.run_id, run.run_id}
+    assert [e for e in every if e["run_id"] == run.run_id] == mine  # oldest first, the same entries
+    ends = thread.run_events(event_type="run_end")
+    assert [e["run_id"] for e in ends] == [first.run_id, run.run_id]
+    agent.delete_thread(thread.id)
+    with pytest.raises(NotFoundError):
+        thread.run_events()
+
+
 def test_cancel_is_an_interrupted_outcome(agent):
     thread = agent.thread()
     run = thread.start("slow please")
