@@ -98,9 +98,19 @@ class RunInput(BaseModel):
             for key in ("role", "type"):
                 if key in message and message[key] not in ("user", "human"):
                     raise ValueError(f"{key} must be 'user' or 'human' (the input is one human message)")
-            if not isinstance(message.get("additional_kwargs", {}), dict):
-                raise ValueError("additional_kwargs must be an object")
+            if "role" not in message and "type" not in message:
+                raise ValueError("the message needs a role ('user') or a type ('human')")
+            for key, kinds, what in _MESSAGE_TYPES:
+                if key in message and not isinstance(message[key], kinds):
+                    raise ValueError(f"{key} must be {what}")
         return value
+
+
+#: The type of each optional input message field, as :data:`_MESSAGE` documents it.
+_MESSAGE_TYPES: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
+    ("additional_kwargs", dict, "an object"), ("response_metadata", dict, "an object"),
+    ("name", (str, type(None)), "a string or null"), ("id", (str, type(None)), "a string or null"),
+    ("example", bool, "a boolean"))
 
 
 class CheckpointRef(BaseModel):

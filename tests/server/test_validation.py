@@ -22,6 +22,11 @@ from .test_handlers import MSG, call, expect_error
     ({"input": {"messages": [{"role": "user", "content": "x", "": None}]}}, "unknown message field"),
     ({"input": {"messages": [{"role": "user", "type": "tool", "content": "x"}]}}, "type must be"),
     ({"input": {"messages": [{"role": "assistant", "content": "x"}]}}, "role must be"),
+    # the message fields openapi.json types (schemathesis sent ``example: null`` and it was accepted)
+    ({"input": {"messages": [{"role": "user", "content": "x", "example": None}]}}, "example must be a boolean"),
+    ({"input": {"messages": [{"role": "user", "content": "x", "name": 3}]}}, "name must be"),
+    ({"input": {"messages": [{"role": "user", "content": "x", "response_metadata": []}]}}, "response_metadata"),
+    ({"input": {"messages": [{"content": "x"}]}}, "needs a role"),
     ({"metadata": {"n": 2 ** 70}}, "metadata.n"),
     ({"stream_mode": "debug"}, "stream_mode"),
     ({"checkpoint_id": ""}, "checkpoint_id"),
