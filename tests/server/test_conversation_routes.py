@@ -4,27 +4,13 @@ from __future__ import annotations
 
 import httpx
 import pytest
-import yaml
 
 from .test_handlers import call, expect_error
-
-
-def _msg(text: str) -> dict:
-    return {"messages": [{"role": "user", "content": text}]}
+from .test_state_routes import _msg, deerflow_config  # noqa: F401  (the same ParityModel server config)
 
 
 def _texts(values: dict) -> list[str]:
     return [m["content"] for m in values.get("messages", [])]
-
-
-@pytest.fixture
-def deerflow_config(tmp_path):
-    # "Answer to <last word>." for every message; "slow please" streams 400 words (long enough to cancel)
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump({"config_version": 1, "models": [
-        {"name": "parity", "use": "tests.client.parity_models:ParityModel", "latency": 0.005}],
-        "memory": {"enabled": False}, "title": {"enabled": False}}))
-    return path
 
 
 async def _two_turns(client) -> str:
