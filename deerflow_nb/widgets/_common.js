@@ -90,6 +90,8 @@ function dfFieldInput(field, state, onChange) {
 
 // A human-input card. opts: {answered, answerText, error, disabled, onSubmit(answer), onSkip()}.
 // Form answers are objects of field values; free text and choices are strings.
+// opts.draft, an object the caller keeps across redraws, holds what the user has entered so far: a card
+// redrawn while it is being filled in (the kernel went quiet, the run's status changed) keeps the values.
 function dfRequestCard(request, opts) {
   const card = dfEl("div", { class: "dfw-card dfw-request" + (opts.answered ? " dfw-answered" : "") });
   if (request.context) card.append(dfEl("div", { class: "dfw-context" }, request.context));
@@ -106,13 +108,16 @@ function dfRequestCard(request, opts) {
   const errorBox = dfEl("div", { class: "dfw-form-error" }, opts.error || "");
   const submit = dfEl("button", { class: "dfw-btn dfw-primary", type: "submit", disabled: !!opts.disabled }, "Submit");
   const form = dfEl("form", { class: "dfw-form", novalidate: true });
+  const draft = opts.draft || {};
   if (request.mode === "form") {
-    const state = {};
+    const state = draft.values || (draft.values = {});
     const hints = {};
     for (const field of request.fields || []) {
+      if (field.name in state) continue;  // entered before this redraw
       if (field.default !== undefined) state[field.name] = field.default;
       else if (field.type === "multi_select") state[field.name] = [];
     }
+    if (draft.tried) form.dataset.tried = "1";
     const rows = {};
     // a Python-side rejection ("dataset: is required; rows: not a number") names fields too
     const serverErrors = {};
@@ -148,6 +153,7 @@ function dfRequestCard(request, opts) {
     form.addEventListener("submit", (e) => {
       e.preventDefault();
       form.dataset.tried = "1";
+      draft.tried = true;
       if (Object.keys(refresh()).length) return;
       const answer = {};
       for (const field of request.fields || []) {
@@ -158,21 +164,26 @@ function dfRequestCard(request, opts) {
       opts.onSubmit(answer);
     });
   } else {
-    let chosen = "";
+    let chosen = draft.chosen || "";
     const text = dfEl("textarea", { rows: 2, class: "dfw-free", placeholder: request.mode === "choice_with_other" ? "Or type another answer…" : "Your answer…" });
+    text.value = draft.text || "";
+    const options = dfEl("div", { class: "dfw-choices" });
+    const markChosen = () => { for (const b of options.children) b.classList.toggle("dfw-chosen", b.value === chosen); };
     if (request.mode === "choice_with_other") {
-      const options = dfEl("div", { class: "dfw-choices" });
       for (const option of request.options || []) {
-        const button = dfEl("button", { type: "button", class: "dfw-btn dfw-choice", onclick: () => {
-          chosen = option;
-          text.value = "";
-          for (const b of options.children) b.classList.toggle("dfw-chosen", b === button);
-        } }, option);
-        options.append(button);
+        options.append(dfEl("button", { type: "button", class: "dfw-btn dfw-choice", value: option, onclick: () => {
+          chosen = draft.chosen = option;
+          text.value = draft.text = "";
+          markChosen();
+        } }, option));
       }
+      markChosen();
       form.append(options);
     }
-    text.addEventListener("input", () => { if (text.value) chosen = ""; });
+    text.addEventListener("input", () => {
+      draft.text = text.value;
+      if (text.value) { chosen = draft.chosen = ""; markChosen(); }
+    });
     form.append(text);
     form.addEventListener("submit", (e) => {
       e.preventDefault();

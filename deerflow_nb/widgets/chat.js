@@ -100,7 +100,7 @@ function render({ model, el }) {
   const root = dfEl("div", { class: "dfw-root dfw-chat" });
   el.append(root);
   const memoryKey = model.get("thread_id") || "";
-  const memory = DF_VIEW_MEMORY.get(memoryKey) || { draft: "", open: new Set() };
+  const memory = DF_VIEW_MEMORY.get(memoryKey) || { draft: "", open: new Set(), cards: new Map() };
   DF_VIEW_MEMORY.set(memoryKey, memory);
   const title = dfEl("span", { class: "dfw-title" });
   const status = dfEl("span", { class: "dfw-status" });
@@ -213,11 +213,14 @@ function render({ model, el }) {
       }
       case "tool": return dfToolCard(item);
       case "subagent": return dfSubagentCard(item);
-      case "input_request": return dfRequestCard(item.request, {
-        answered: item.answered, answerText: item.answer_text, error: item.error,
-        disabled: model.get("status") === "running" || kernel === false,
-        onSubmit: (answer) => model.send({ kind: "respond", tool_call_id: item.id, answer }),
-        onSkip: () => model.send({ kind: "skip", tool_call_id: item.id }) });
+      case "input_request": {
+        if (!memory.cards.has(item.id)) memory.cards.set(item.id, {});  // what was entered survives redraws
+        return dfRequestCard(item.request, {
+          answered: item.answered, answerText: item.answer_text, error: item.error, draft: memory.cards.get(item.id),
+          disabled: model.get("status") === "running" || kernel === false,
+          onSubmit: (answer) => model.send({ kind: "respond", tool_call_id: item.id, answer }),
+          onSkip: () => model.send({ kind: "skip", tool_call_id: item.id }) });
+      }
       case "error": return dfEl("div", { class: "dfw-msg dfw-error", role: "alert" }, "⚠ ", item.text);
       case "stopped": return dfEl("div", { class: "dfw-msg dfw-stopped" }, "⏹ ", item.text);
       case "notice": return dfEl("div", { class: "dfw-msg dfw-stopped dfw-loaded" }, "✔ ", item.text);

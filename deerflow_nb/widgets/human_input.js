@@ -5,8 +5,15 @@ function render({ model, el }) {
   const notice = dfEl("div", { class: "dfw-notice", role: "status" });
   el.append(root);
   let kernel = null;
+  // what the user has entered, kept while the card is redrawn (a new question starts a new draft)
+  let draft = {};
+  let draftFor = null;
   const draw = () => {
-    root.replaceChildren(notice, dfRequestCard(model.get("request") || {}, {
+    const request = model.get("request") || {};
+    const key = JSON.stringify(request);
+    if (key !== draftFor) { draft = {}; draftFor = key; }
+    root.replaceChildren(notice, dfRequestCard(request, {
+      draft,
       answered: model.get("answered"),
       answerText: model.get("answer_text"),
       error: model.get("error"),
