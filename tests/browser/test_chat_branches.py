@@ -10,7 +10,7 @@ import pytest
 
 from .conftest import ARTIFACTS
 from .test_chat_ui import wait_idle
-from .test_jupyterlab import open_notebook, run_all
+from .test_jupyterlab import expect, open_notebook, run_all
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(400)]
 
@@ -29,17 +29,18 @@ def test_regenerate_and_the_branch_switcher(browser_page, lab):
     answer.get_by_role("button", name="↻ Regenerate").click()
     chat.locator(".dfw-assistant").filter(has_text="The regenerated answer.").wait_for(timeout=120_000)
     wait_idle(page)
-    assert chat.locator(".dfw-assistant").count() == 1 and chat.locator(".dfw-user").count() == 1
+    expect(chat.locator(".dfw-assistant")).to_have_count(1)
+    expect(chat.locator(".dfw-user")).to_have_count(1)
     position = chat.locator(".dfw-branch-pos")
     position.filter(has_text="2 / 2").wait_for()
-    assert chat.locator(".dfw-branch-next").is_disabled()
+    expect(chat.locator(".dfw-branch-next")).to_be_disabled()
     chat.screenshot(path=str(ARTIFACTS / "chat_branch_switcher.png"))
 
     # ‹ shows the first answer again; › goes back to the regenerated one
     chat.locator(".dfw-branch-prev").click()
     chat.locator(".dfw-assistant").filter(has_text="The first answer.").wait_for()
     position.filter(has_text="1 / 2").wait_for()
-    assert chat.locator(".dfw-branch-prev").is_disabled()
+    expect(chat.locator(".dfw-branch-prev")).to_be_disabled()
     chat.locator(".dfw-branch-next").click()
     chat.locator(".dfw-assistant").filter(has_text="The regenerated answer.").wait_for()
     position.filter(has_text="2 / 2").wait_for()
@@ -51,6 +52,6 @@ def test_regenerate_and_the_branch_switcher(browser_page, lab):
     chat.get_by_role("button", name="Save & rerun").click()
     chat.locator(".dfw-assistant").filter(has_text="The answer to the edited question.").wait_for(timeout=120_000)
     wait_idle(page)
-    assert "Which region sold least?" in chat.locator(".dfw-user").inner_text()
+    expect(chat.locator(".dfw-user")).to_contain_text("Which region sold least?")
     position.filter(has_text="3 / 3").wait_for()
     chat.screenshot(path=str(ARTIFACTS / "chat_branch_edited.png"))

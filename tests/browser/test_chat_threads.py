@@ -12,7 +12,7 @@ import pytest
 
 from .conftest import ARTIFACTS
 from .test_chat_ui import wait_idle
-from .test_jupyterlab import open_notebook, run_all
+from .test_jupyterlab import expect, open_notebook, run_all
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(400)]
 
@@ -29,13 +29,14 @@ def test_progress_thread_list_model_picker_and_diff(browser_page, lab):
     chat.locator(".dfw-assistant").first.wait_for()
     chat.screenshot(path=str(ARTIFACTS / "chat_streaming_progress.png"))
     wait_idle(page)
-    assert "per region" in chat.locator(".dfw-assistant").last.inner_text()
+    expect(chat.locator(".dfw-assistant").last).to_contain_text("per region")
 
     # the thread list: this user's threads, the open one marked
     chat.locator(".dfw-threads > summary").click()
     rows = chat.locator(".dfw-thread")
     rows.filter(has_text="Earlier analysis").wait_for()
-    assert rows.count() == 2 and chat.locator(".dfw-thread-current").count() == 1
+    expect(rows).to_have_count(2)
+    expect(chat.locator(".dfw-thread-current")).to_have_count(1)
     # rename the open thread in place
     current = chat.locator(".dfw-thread-current")
     current.locator(".dfw-thread-rename").click()

@@ -12,7 +12,7 @@ import re
 import pytest
 
 from .conftest import ARTIFACTS
-from .test_jupyterlab import open_notebook, run_all
+from .test_jupyterlab import expect, open_notebook, run_all
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(400)]
 
@@ -53,11 +53,11 @@ def test_failed_tool_copy_dark_theme_and_reopened_after_the_kernel_shut_down(bro
     tool.wait_for(timeout=120_000)
     wait_idle(page)
     # the failed command looks failed: its own class, a cross, "failed (exit 1)", not the green dot
-    assert tool.get_attribute("data-status") == "error"
-    assert "failed (exit 1)" in tool.locator("summary").inner_text()
-    assert tool.locator(".dfw-dot-success").count() == 0
+    expect(tool).to_have_attribute("data-status", "error")
+    expect(tool.locator("summary")).to_contain_text("failed (exit 1)")
+    expect(tool.locator(".dfw-dot-success")).to_have_count(0)
     answer = chat.locator(".dfw-assistant").last
-    assert ANSWER in answer.inner_text()
+    expect(answer).to_contain_text(ANSWER)
     # rendered by markdown-it: the table right after a text line, the nested list, the link, highlighted code
     assert answer.locator("table.dfw-table tbody tr").count() == 2
     assert answer.locator("ol > li").count() == 3 and answer.locator("ol > li > ul > li").count() == 2

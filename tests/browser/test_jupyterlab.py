@@ -11,6 +11,8 @@ import pytest
 
 from .conftest import ARTIFACTS
 
+expect = pytest.importorskip("playwright.sync_api").expect
+
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(400)]
 
 
@@ -51,11 +53,12 @@ def test_quickstart_streams_the_answer_into_the_chat_widget(browser_page, lab):
     # then the run ends and the final text is complete
     page.wait_for_function("() => [...document.querySelectorAll('.dfw-chat .dfw-status')]"
                            ".every(s => s.textContent === 'idle')", timeout=120_000)
-    assert answer.locator("strong").first.inner_text() == "East"
-    # the last message may be redrawn once more after idle (controls change): wait for it, do not sample it
-    answer.filter(has_text="earned the most: 491.00").wait_for(timeout=60_000)
-    assert answer.locator("td").filter(has_text="28.7%").count() == 1
-    assert answer.locator("tbody tr").count() == 4
+    # the last message is redrawn after idle (its controls change, the output is re-displayed for the saved
+    # file): expect() retries until the final text is there instead of sampling a node being replaced
+    final = follow.locator(".dfw-assistant").filter(has_text="earned the most: 491.00").last
+    expect(final.locator("strong").first).to_have_text("East", timeout=60_000)
+    expect(final.locator("td").filter(has_text="28.7%")).to_have_count(1)
+    expect(final.locator("tbody tr")).to_have_count(4)
     follow.scroll_into_view_if_needed()
     follow.screenshot(path=str(ARTIFACTS / "chat_streamed_answer.png"))
     history.screenshot(path=str(ARTIFACTS / "chat_tools_and_report.png"))
@@ -99,7 +102,7 @@ def test_form_card_is_filled_in_and_the_agent_continues(browser_page, lab):
     answer = chat.locator(".dfw-assistant").last
     answer.filter(has_text="Thanks! Here is the revenue summary").wait_for(timeout=120_000)
     answered = chat.locator(".dfw-request.dfw-answered")
-    answered.wait_for()
-    assert "Region: North" in answered.inner_text() and "Anything else?: Round to two decimals." in answered.inner_text()
+    expect(answered).to_contain_text("Region: North", timeout=60_000)
+    expect(answered).to_contain_text("Anything else?: Round to two decimals.")
     page.wait_for_function("() => document.querySelector('.dfw-chat .dfw-status').textContent === 'idle'")
     chat.screenshot(path=str(ARTIFACTS / "form_card_answered.png"))
