@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from deerflow_nb.utils.memo import PrefixMap
 
 __all__ = ["MessageCache", "message_text", "serialize_message", "serialize_state", "thread_message_cache"]
 
@@ -81,38 +82,23 @@ def serialize_state(values: dict[str, Any], *, cache: MessageCache | None = None
 class MessageCache:
     """Serialized messages by object identity (the cache holds the message, so ids stay unique).
 
-    :meth:`forms` also keeps the last list it serialized: a later state whose messages start
-    with the same objects (the previous step's list plus new messages) only looks up the new
-    ones. At most ``max_size`` messages are kept (then the cache starts over).
+    :meth:`forms` also keeps the last list it serialized: a later state that holds the same
+    objects (the previous step's list plus new messages) only serializes what is new
+    (:class:`~deerflow_nb.utils.memo.PrefixMap`). At most ``max_size`` messages are kept (then
+    the cache starts over).
     """
 
     def __init__(self, max_size: int = 50_000) -> None:
         self.max_size = max_size
-        self._forms: dict[int, tuple[BaseMessage, dict[str, Any]]] = {}
-        self._last: tuple[list[Any], list[dict[str, Any]]] = ([], [])
+        self._map: PrefixMap[BaseMessage, dict[str, Any]] = PrefixMap(serialize_message, max_size)
 
     def get(self, message: BaseMessage) -> dict[str, Any]:
         """``serialize_message(message)``, computed once per message object."""
-        key = id(message)
-        hit = self._forms.get(key)
-        if hit is not None and hit[0] is message:
-            return hit[1]
-        data = serialize_message(message)
-        if len(self._forms) >= self.max_size:
-            self._forms.clear()
-        self._forms[key] = (message, data)
-        return data
+        return self._map.func(message)
 
     def forms(self, messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
         """``[serialize_message(m) for m in messages]``, in time proportional to what is new."""
-        last, last_forms = self._last
-        n = len(last)
-        if 0 < n <= len(messages) and all(map(operator.is_, last, messages[:n])):
-            out = [*last_forms, *(self.get(m) for m in messages[n:])]
-        else:
-            out = [self.get(m) for m in messages]
-        self._last = (list(messages), out)
-        return out
+        return self._map(messages)
 
 
 _THREAD_CACHES: OrderedDict[str, MessageCache] = OrderedDict()

@@ -18,6 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from deerflow_nb.runtime.events import StreamEvent
 from deerflow_nb.runtime.serialize import MessageCache, message_text, serialize_message, serialize_state
+from deerflow_nb.utils.memo import changed_positions
 
 __all__ = ["STREAM_SUBGRAPHS", "SUBGRAPH_FRAME", "StreamConverter", "final_text_of", "pending_input_of",
            "stream_metadata", "subgraph_frame"]
@@ -58,6 +59,7 @@ class StreamConverter:
 
     def __init__(self, forms: MessageCache | None = None) -> None:
         self.known_ids: set[str] | None = None  # messages that existed before the run
+        self._snapshot: list[BaseMessage] = []  # the messages of the last values snapshot
         self.streamed: dict[str, str] = {}  # AI message id -> text delivered so far
         self.tool_calls_sent: set[str] = set()
         self.tool_results_sent: set[str] = set()
@@ -114,7 +116,10 @@ class StreamConverter:
         messages: list[BaseMessage] = list(state.get("messages", []))
         if self.known_ids is None:
             self.known_ids = {m.id for m in messages if m.id}
-        for message in messages:
+        # only messages that are new since the last snapshot (or replaced in it) can bring new events
+        changed = [messages[i] for i in changed_positions(self._snapshot, messages)]
+        self._snapshot = messages
+        for message in changed:
             if message.id in self.known_ids:
                 continue
             if isinstance(message, AIMessage) and message.id:

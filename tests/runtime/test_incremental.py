@@ -7,11 +7,11 @@ import random
 from langchain.agents.middleware import ModelRequest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from deerflow_nb.agent.middlewares._memo import IdentityMemo, PrefixMap
 from deerflow_nb.agent.middlewares.dangling_tool_call import DanglingToolCallMiddleware, _cleaned, patch_dangling
 from deerflow_nb.agent.middlewares.input_sanitization import InputSanitizationMiddleware, _sanitized
 from deerflow_nb.agent.reducers import merge_message_writes
 from deerflow_nb.runtime.serialize import MessageCache, serialize_message, serialize_state, thread_message_cache
+from deerflow_nb.utils.memo import IdentityMemo, PrefixMap
 
 
 def _message(rng: random.Random, i: int):
@@ -65,3 +65,76 @@ def test_memoised_middleware_passes_equal_the_full_passes():
         assert list(dangling.prepare(request).messages) == patch_dangling(history)
     assert "&lt;system-reminder&gt;" in "".join(
         str(sanitized(m).content) for m in history if isinstance(m, HumanMessage))
+
+
+def test_prefix_map_recomputes_only_from_the_first_replaced_object():
+    calls: list[str] = []
+
+    def upper(m):
+        calls.append(m.id)
+        return m.content.upper()
+
+    mapped = PrefixMap(upper)
+    history = [HumanMessage(f"m{i}", id=f"m{i}") for i in range(50)]
+    assert mapped(history) == [f"M{i}" for i in range(50)]
+    calls.clear()
+    # the same objects plus two new ones: only the new ones are computed
+    longer = history + [HumanMessage("n1", id="n1"), HumanMessage("n2", id="n2")]
+    assert mapped(longer) == [*(f"M{i}" for i in range(50)), "N1", "N2"]
+    assert calls == ["n1", "n2"]
+    calls.clear()
+    # an equal copy at 40 (a request-only rewrite): 40.. are looked at again, 41.. come from the memo
+    copy = [*longer[:40], HumanMessage("changed", id="m40"), *longer[41:]]
+    assert mapped(copy) == [*(f"M{i}" for i in range(40)), "CHANGED", *(f"M{i}" for i in range(41, 50)), "N1", "N2"]
+    assert calls == ["m40"]
+    # a shorter list and an unrelated one
+    assert mapped(copy[:10]) == [f"M{i}" for i in range(10)]
+    assert mapped([HumanMessage("z", id="z")]) == ["Z"]
+    assert mapped([]) == []
+
+
+def test_token_counter_and_the_dangling_check_equal_their_full_passes():
+    from deerflow_nb.agent.middlewares.dangling_tool_call import _all_answered, _call_ids
+    from deerflow_nb.agent.middlewares.summarization import TokenCounter, estimate_tokens
+
+    rng = random.Random(11)
+    counter = TokenCounter(None)
+    ids = PrefixMap(_call_ids)
+    history: list = []
+    for step in range(60):
+        history = history + [_message(rng, step * 10 + k) for k in range(rng.randint(1, 3))]
+        if rng.random() < 0.2:  # a request-only copy of a message somewhere in the middle
+            at = rng.randrange(len(history))
+            history = [*history[:at], history[at].model_copy(), *history[at + 1:]]
+        assert counter(history) == sum(estimate_tokens([m]) for m in history)
+        asked = {c["id"] for m in history if isinstance(m, AIMessage) for c in m.tool_calls}
+        answered = {m.tool_call_id for m in history if isinstance(m, ToolMessage)}
+        assert _all_answered(ids(history)) == (asked <= answered)
+    # a dangling call at the end is seen, and its answer clears it
+    call = AIMessage("", id="late", tool_calls=[{"name": "bash", "args": {}, "id": "late-call"}])
+    assert not _all_answered(ids([*history, call]))
+    assert _all_answered(ids([*history, call, ToolMessage("ok", tool_call_id="late-call", id="late-t")])) == (
+        _all_answered(ids(history)))
+
+
+def test_changed_positions_names_new_and_replaced_objects():
+    from deerflow_nb.utils.memo import changed_positions
+
+    a = [object() for _ in range(20)]
+    assert list(changed_positions(a, a)) == []
+    assert list(changed_positions(a, [*a, 1, 2])) == [20, 21]
+    assert list(changed_positions(a, a[:5])) == []
+    assert list(changed_positions([], a[:3])) == [0, 1, 2]
+    replaced = [*a]
+    replaced[0], replaced[7] = object(), object()
+    assert list(changed_positions(a, [*replaced, 9])) == [0, 7, 20]
+    # an insertion shifts everything after it: past max_replaced differences every later position is named
+    inserted = [*a[:3], object(), *a[3:]]
+    assert list(changed_positions(a, inserted, max_replaced=2)) == list(range(3, 21))
+    rng = random.Random(2)
+    for _ in range(200):  # whatever the lists, every position whose object differs is named, in order
+        last = [rng.choice(a) for _ in range(rng.randint(0, 12))]
+        now = [rng.choice(a) for _ in range(rng.randint(0, 12))]
+        named = list(changed_positions(last, now, max_replaced=rng.randint(0, 4)))
+        assert named == sorted(set(named))
+        assert {i for i in range(len(now)) if i >= len(last) or now[i] is not last[i]} <= set(named)

@@ -6,13 +6,15 @@ import json
 import operator
 import re
 from collections.abc import Callable, Sequence
+from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 from langchain.agents.middleware import ModelRequest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from deerflow_nb.agent.middlewares._base import ModelCallMiddleware
-from deerflow_nb.agent.middlewares._memo import PrefixMap
+from deerflow_nb.utils.memo import PrefixMap
 
 __all__ = ["PLACEHOLDER", "DanglingToolCallMiddleware", "patch_dangling"]
 
@@ -61,10 +63,19 @@ def patch_dangling(messages: Sequence[BaseMessage],
     return out
 
 
-def _all_answered(messages: Sequence[BaseMessage]) -> bool:
-    """Whether every tool call in ``messages`` has a result."""
-    asked = {c.get("id") for m in messages if isinstance(m, AIMessage) for c in m.tool_calls} - {None, ""}
-    return asked <= {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+def _call_ids(message: BaseMessage) -> tuple[tuple[str, ...], str | None]:
+    """``(ids of the tool calls it makes, id of the call it answers)`` for one message."""
+    if isinstance(message, AIMessage):
+        return tuple(str(c["id"]) for c in message.tool_calls if c.get("id")), None
+    if isinstance(message, ToolMessage):
+        return (), message.tool_call_id
+    return (), None
+
+
+def _all_answered(ids: Sequence[tuple[tuple[str, ...], str | None]]) -> bool:
+    """Whether every tool call has a result, from each message's :func:`_call_ids`."""
+    asked = set(chain.from_iterable(map(itemgetter(0), ids)))  # C-speed passes: this runs on every model call
+    return not asked or asked <= set(map(itemgetter(1), ids))
 
 
 class DanglingToolCallMiddleware(ModelCallMiddleware):
@@ -74,12 +85,13 @@ class DanglingToolCallMiddleware(ModelCallMiddleware):
         super().__init__()
         # each AI message's calls are cleaned once, not on every model call of every later turn
         self._cleaned: PrefixMap[BaseMessage, BaseMessage] = PrefixMap(_cleaned)
+        self._ids: PrefixMap[BaseMessage, tuple[tuple[str, ...], str | None]] = PrefixMap(_call_ids)
 
     def prepare(self, request: ModelRequest) -> ModelRequest:
         """Patch dangling calls in the request messages."""
         messages = list(request.messages)
         cleaned = self._cleaned(messages)
-        if all(map(operator.is_, cleaned, messages)) and _all_answered(messages):
+        if all(map(operator.is_, cleaned, messages)) and _all_answered(self._ids(messages)):
             return request  # the common case, without a Python-level pass per message
         patched = patch_dangling(cleaned)
         if len(patched) == len(messages) and all(map(operator.is_, patched, messages)):

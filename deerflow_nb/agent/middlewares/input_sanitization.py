@@ -13,7 +13,7 @@ from langchain.agents.middleware import ModelRequest
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from deerflow_nb.agent.middlewares._base import ModelCallMiddleware
-from deerflow_nb.agent.middlewares._memo import PrefixMap
+from deerflow_nb.utils.memo import PrefixMap
 
 __all__ = ["RESERVED_TAGS", "InputSanitizationMiddleware", "sanitize_text"]
 

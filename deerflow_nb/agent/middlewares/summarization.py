@@ -11,8 +11,8 @@ from langchain_core.language_models import BaseChatModel, BaseLanguageModel
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
 
 from deerflow_nb.agent.middlewares._base import ModelCallMiddleware, with_update
-from deerflow_nb.agent.middlewares._memo import IdentityMemo
 from deerflow_nb.config.schema import SummarizationConfig
+from deerflow_nb.utils.memo import PrefixMap
 
 __all__ = ["SummarizationMiddleware", "TokenCounter", "estimate_tokens", "split_for_summary", "summarize",
            "summary_prompt"]
@@ -40,7 +40,7 @@ class TokenCounter:
         own = getattr(type(model), "get_num_tokens_from_messages", None) if model is not None else None
         self._tokenizer = model if own is not None and own is not BaseLanguageModel.get_num_tokens_from_messages \
             and own is not BaseChatModel.get_num_tokens_from_messages else None
-        self._counts: IdentityMemo[Any, int] = IdentityMemo(self._count)
+        self._counts: PrefixMap[Any, int] = PrefixMap(self._count)
 
     @property
     def uses_tokenizer(self) -> bool:
@@ -59,7 +59,7 @@ class TokenCounter:
 
     def __call__(self, messages: list[Any]) -> int:
         """The conversation's token count."""
-        return sum(map(self._counts, messages))
+        return sum(self._counts(messages))
 
 
 def split_for_summary(messages: list[Any], keep: int) -> tuple[list[Any], list[Any]]:
