@@ -6,6 +6,7 @@ mutates its inputs.
 
 from __future__ import annotations
 
+import operator
 import threading
 import uuid
 from collections.abc import Sequence
@@ -202,11 +203,12 @@ def merge_message_writes(state: Sequence[Any] | Any | None, writes: Sequence[Any
     return merged
 
 
-# The id -> position index of the reducer's latest results, by list identity: the next step's
-# state is usually the previous step's result, so a long history is not re-indexed (nor its
-# types re-checked) on every update. A list someone changed in place has another length or
-# last id and is indexed afresh.
-_INDEXES: dict[int, tuple[list[Any], int, Any, dict[str, int]]] = {}
+# The id -> position index of the reducer's latest results, by their last message: the next
+# step's state is usually the previous step's result or a shallow copy of it (channels copy their
+# value at each step), so a long history is not re-indexed (nor its types re-checked) on every
+# update. A hit holds exactly the same message objects (compared at C speed); anything else is
+# indexed afresh.
+_INDEXES: dict[int, tuple[tuple[Any, ...], dict[str, int]]] = {}
 _INDEXES_LOCK = threading.Lock()
 _MAX_INDEXES = 64
 
@@ -215,10 +217,10 @@ def _known_index(state: Any) -> dict[str, int] | None:
     if not isinstance(state, list) or not state:
         return None
     with _INDEXES_LOCK:
-        hit = _INDEXES.get(id(state))
-    if hit is None or hit[0] is not state or hit[1] != len(state) or hit[2] is not state[-1]:
+        hit = _INDEXES.get(id(state[-1]))
+    if hit is None or len(hit[0]) != len(state) or not all(map(operator.is_, hit[0], state)):
         return None
-    return dict(hit[3])
+    return dict(hit[1])
 
 
 def _remember_index(merged: list[Any], index: dict[str, int]) -> None:
@@ -227,4 +229,4 @@ def _remember_index(merged: list[Any], index: dict[str, int]) -> None:
     with _INDEXES_LOCK:
         while len(_INDEXES) >= _MAX_INDEXES:
             del _INDEXES[next(iter(_INDEXES))]
-        _INDEXES[id(merged)] = (merged, len(merged), merged[-1], index)
+        _INDEXES[id(merged[-1])] = (tuple(merged), index)
