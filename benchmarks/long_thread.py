@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 NOTE = "/mnt/user-data/workspace/note.txt"
+ANSWER = "Noted it in note.txt."
 
 
 def responder(messages: list[Any]) -> Any:
@@ -38,7 +39,7 @@ def responder(messages: list[Any]) -> Any:
     from langchain_core.messages import ToolMessage
 
     if isinstance(messages[-1], ToolMessage):
-        return "Noted it in note.txt."
+        return ANSWER
     return {"content": "", "tool_calls": [{"name": "write_file", "args": {"description": "note", "path": NOTE,
                                                                           "content": "hello"}}]}
 
@@ -74,8 +75,11 @@ class Ours:
 
     def turn(self, i: int) -> float:
         start = time.perf_counter()
-        self.thread.chat(f"note turn {i}")
-        return time.perf_counter() - start
+        answer = self.thread.chat(f"note turn {i}")
+        elapsed = time.perf_counter() - start
+        if answer != ANSWER:  # the turn did not do the scripted work: its time would mean nothing
+            raise RuntimeError(f"ours answered {answer!r} at turn {i}, expected {ANSWER!r}")
+        return elapsed
 
     def close(self) -> None:
         self.agent.close()
@@ -112,9 +116,12 @@ class Bare:
         from langchain_core.messages import HumanMessage
 
         start = time.perf_counter()
-        self.graph.invoke({"messages": [HumanMessage(f"note turn {i}")]},
-                          config={"configurable": {"thread_id": self.thread_id}}, context=self.context)
-        return time.perf_counter() - start
+        state = self.graph.invoke({"messages": [HumanMessage(f"note turn {i}")]},
+                                  config={"configurable": {"thread_id": self.thread_id}}, context=self.context)
+        elapsed = time.perf_counter() - start
+        if state["messages"][-1].content != ANSWER:
+            raise RuntimeError(f"bare ended turn {i} with {state['messages'][-1].content!r}")
+        return elapsed
 
     def close(self) -> None:
         self.conn.close()
@@ -135,7 +142,7 @@ def main() -> None:
     os.environ.setdefault("DEER_FLOW_HOME", str(root / "home"))
     home = Path(os.environ["DEER_FLOW_HOME"])
     home.mkdir(parents=True, exist_ok=True)
-    paths = {"bare": Bare(args.turns, root), "ours": Ours(args.turns, home, args.mode)}
+    paths: dict[str, Any] = {"bare": Bare(args.turns, root), "ours": Ours(args.turns, home, args.mode)}
     times: dict[str, list[float]] = {name: [] for name in paths}
     sizes: dict[str, dict[int, int]] = {name: {} for name in paths}
     profiler = cProfile.Profile() if args.profile else None

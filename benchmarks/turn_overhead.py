@@ -4,7 +4,7 @@ One turn = a zero-latency scripted model making 3 tool calls (write_file,
 read_file, bash) and then answering, on a new thread each turn.
 
 - ours: ``DeerFlow(model=...).thread().chat(...)`` with SQLite persistence and the
-  full middleware chain;
+  full middleware chain (memory off: its updater would ask the scripted model too);
 - bare: ``langchain.agents.create_agent`` with the same tools and an in-memory saver.
 
 The two paths alternate turn by turn in one process, so both see the same machine.
@@ -23,6 +23,8 @@ import time
 import uuid
 from pathlib import Path
 
+ANSWER = "Done: wrote, read and ran a command."
+
 
 def script(turns: int) -> list:
     steps = []
@@ -33,7 +35,7 @@ def script(turns: int) -> list:
                                                                            "content": "hello"}}]},
             {"content": "", "tool_calls": [{"name": "read_file", "args": {"description": "r", "path": path}}]},
             {"content": "", "tool_calls": [{"name": "bash", "args": {"description": "b", "command": "echo hi"}}]},
-            "Done: wrote, read and ran a command.",
+            ANSWER,
         ]
     return steps
 
@@ -42,15 +44,24 @@ class Ours:
     """``DeerFlow(...).thread().chat(...)``: SQLite persistence, the full chain, runs and journal."""
 
     def __init__(self, turns: int) -> None:
+        import yaml
+
         import deerflow_nb as df
         from deerflow_nb.testing import ScriptedChatModel
 
-        self.agent = df.DeerFlow(model=ScriptedChatModel(responses=script(turns)))
+        # memory off: its background updater would ask the scripted model too and take the turns' replies
+        home = Path(os.environ["DEER_FLOW_HOME"])
+        config = home / "config.yaml"
+        config.write_text(yaml.safe_dump({"config_version": 1, "memory": {"enabled": False}}))
+        self.agent = df.DeerFlow(model=ScriptedChatModel(responses=script(turns)), config_path=config, home=home)
 
     def turn(self) -> float:
         start = time.perf_counter()
-        self.agent.thread().chat("do the three steps")
-        return time.perf_counter() - start
+        answer = self.agent.thread().chat("do the three steps")
+        elapsed = time.perf_counter() - start
+        if answer != ANSWER:  # the turn did not do the scripted work: its time would mean nothing
+            raise RuntimeError(f"ours answered {answer!r}, expected {ANSWER!r}")
+        return elapsed
 
     def close(self) -> None:
         self.agent.close()
@@ -85,10 +96,13 @@ class Bare:
         ctx = self.context_type(thread_id=thread_id, paths=self.paths, sandbox_provider=self.provider,
                                 app_config=self.config)
         start = time.perf_counter()
-        self.loop.run_until_complete(self.graph.ainvoke(
+        state = self.loop.run_until_complete(self.graph.ainvoke(
             {"messages": [HumanMessage("do the three steps")]},
             config={"configurable": {"thread_id": thread_id}}, context=ctx))
-        return time.perf_counter() - start
+        elapsed = time.perf_counter() - start
+        if state["messages"][-1].content != ANSWER or len(state["messages"]) != 8:
+            raise RuntimeError(f"bare ended with {state['messages'][-1].content!r}")
+        return elapsed
 
     def close(self) -> None:
         self.loop.close()
