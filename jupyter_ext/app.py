@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 
 from jupyter_server.extension.application import ExtensionApp
@@ -35,6 +36,11 @@ class DeerFlowExtension(ExtensionApp):
     scheduler_poll_seconds = Float(15.0, config=True,
                                    help="Seconds between two scheduler passes (how late a tick may start).")
 
+    gc_freeze = Bool(True, config=True,
+                     help="Once started, move the objects loaded so far (the server, LangChain, the runtime) to the "
+                          "garbage collector's permanent generation (gc.freeze()), so full collections during many "
+                          "concurrent runs scan what the runs create, not the whole server heap.")
+
     service: DeerFlowService | None = None
 
     def initialize_settings(self) -> None:
@@ -52,6 +58,9 @@ class DeerFlowExtension(ExtensionApp):
         base_url = self.serverapp.base_url if self.serverapp is not None else "/"
         self.log.info("deerflow: gateway at %sdeerflow/api (data in %s)", base_url,
                       self.service.engine.paths.home)
+        if self.gc_freeze:
+            gc.collect()  # what start-up left for collection goes first; the rest is long-lived
+            gc.freeze()
 
     def initialize_handlers(self) -> None:
         """Register every route of :mod:`jupyter_ext.handlers`."""

@@ -32,7 +32,8 @@ def deerflow_config(tmp_path) -> Path:
 @pytest.fixture
 def jp_server_config(deerflow_config, home):
     return {"ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
-            "DeerFlowExtension": {"config_path": str(deerflow_config), "home": str(home)}}
+            # in-process servers leave the test process's collector alone (test_gc_freeze checks the default)
+            "DeerFlowExtension": {"config_path": str(deerflow_config), "home": str(home), "gc_freeze": False}}
 
 
 @pytest.fixture
