@@ -185,8 +185,11 @@ class HttpBackend:
     def http(self) -> httpx.AsyncClient:
         """The ``httpx`` client for DeerFlow's routes."""
         if self._http is None:
+            # each live run holds a connection for its event stream: keep enough of them alive that
+            # many concurrent runs reuse connections instead of reconnecting (httpx keeps 20)
             self._http = httpx.AsyncClient(base_url=self.url, headers=self._headers, transport=self._transport,
-                                           timeout=httpx.Timeout(30.0, read=None))
+                                           timeout=httpx.Timeout(30.0, read=None),
+                                           limits=httpx.Limits(max_connections=200, max_keepalive_connections=100))
         return self._http
 
     @property
