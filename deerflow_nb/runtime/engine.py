@@ -39,6 +39,7 @@ from deerflow_nb.runtime.loop import BackgroundLoop
 from deerflow_nb.runtime.run_manager import RunManager, RunRecord
 from deerflow_nb.runtime.state_update import state_values
 from deerflow_nb.runtime.stream_bridge import StreamBridge
+from deerflow_nb.runtime.streaming import STREAM_SUBGRAPHS_KEY
 from deerflow_nb.runtime.titles import write_fallback_title
 from deerflow_nb.runtime.worker import (
     agent_run,
@@ -500,12 +501,14 @@ class Runtime:
 
     async def start_run(self, thread_id: str, message: str | HumanMessage, options: RunOptions,
                         secrets: dict[str, str] | None = None, *, stream_tokens: bool = True,
-                        stream_updates: bool = False, user_id: str | None = None, multitask_strategy: str = "reject",
-                        metadata: dict[str, Any] | None = None, assistant_id: str = "lead_agent",
-                        checkpoint_id: str | None = None) -> RunRecord:
+                        stream_updates: bool = False, stream_subgraphs: bool = False, user_id: str | None = None,
+                        multitask_strategy: str = "reject", metadata: dict[str, Any] | None = None,
+                        assistant_id: str = "lead_agent", checkpoint_id: str | None = None) -> RunRecord:
         """Admit and start a background run on ``thread_id``; returns at once.
 
-        ``stream_updates`` adds ``updates`` events (LangGraph's ``updates`` mode) to the run's stream.
+        ``stream_updates`` adds ``updates`` events (LangGraph's ``updates`` mode) to the run's stream;
+        ``stream_subgraphs`` adds its subagents' frames, namespaced ``tools:<task_id>`` (see
+        :attr:`~deerflow_nb.runtime.events.StreamEvent.namespace`).
         ``checkpoint_id`` runs from that checkpoint of the thread instead of its newest: the run's
         checkpoints become a new branch (LangGraph's ``configurable.checkpoint_id``) and the thread's
         head; an unknown checkpoint is :class:`~deerflow_nb.errors.NotFoundError`, refused before admission.
@@ -516,7 +519,7 @@ class Runtime:
         try:
             return await self._start_run(thread_id, message, options, secrets, run_config,
                                          stream_tokens=stream_tokens, stream_updates=stream_updates,
-                                         user_id=user_id,
+                                         stream_subgraphs=stream_subgraphs, user_id=user_id,
                                          multitask_strategy=multitask_strategy, metadata=metadata,
                                          assistant_id=assistant_id, checkpoint_id=checkpoint_id)
         except BaseException:
@@ -527,7 +530,8 @@ class Runtime:
 
     async def _start_run(self, thread_id: str, message: str | HumanMessage, options: RunOptions,
                          secrets: dict[str, str] | None, run_config: _RunConfig, *, stream_tokens: bool,
-                         stream_updates: bool, user_id: str, multitask_strategy: str, metadata: dict[str, Any] | None,
+                         stream_updates: bool, stream_subgraphs: bool, user_id: str, multitask_strategy: str,
+                         metadata: dict[str, Any] | None,
                          assistant_id: str, checkpoint_id: str | None) -> RunRecord:
         from deerflow_nb.tracing import TRACE_ID_KEY, RunTrace, enabled_providers
 
@@ -556,6 +560,8 @@ class Runtime:
         )
         if options.max_concurrent_subagents is not None:  # read by SubagentLimitMiddleware
             context.extra["max_concurrent_subagents"] = options.max_concurrent_subagents
+        if stream_subgraphs:  # read by the subagent executor: its frames join the run's stream
+            context.extra[STREAM_SUBGRAPHS_KEY] = True
         trace = RunTrace(thread_id=thread_id, user_id=user_id, run_id=run_id, assistant_id=assistant_id,
                          model_name=model_name, providers=providers)
         context.extra[TRACE_ID_KEY] = trace.trace_id

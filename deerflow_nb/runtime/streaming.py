@@ -11,7 +11,6 @@ mode keep its metadata (:attr:`StreamEvent.meta`, JSON-safe keys only) for the H
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextvars import ContextVar
 from operator import attrgetter
 from typing import Any
 
@@ -21,13 +20,13 @@ from deerflow_nb.runtime.events import StreamEvent
 from deerflow_nb.runtime.serialize import MessageCache, message_text, serialize_message, serialize_state
 from deerflow_nb.utils.memo import changed_positions
 
-__all__ = ["STREAM_SUBGRAPHS", "SUBGRAPH_FRAME", "StreamConverter", "final_text_of", "pending_input_of",
+__all__ = ["STREAM_SUBGRAPHS_KEY", "SUBGRAPH_FRAME", "StreamConverter", "final_text_of", "pending_input_of",
            "stream_metadata", "subgraph_frame"]
 
-#: Set (``True``) around :meth:`Runtime.start_run` by a run that asked for ``stream_subgraphs``; the
-#: run's task inherits it (tasks copy the context), so the ``task`` tool sees it and its subagents
-#: forward their frames (:func:`subgraph_frame`) into the run's stream as namespaced events.
-STREAM_SUBGRAPHS: ContextVar[bool] = ContextVar("deerflow_stream_subgraphs", default=False)
+#: ``RunContext.extra`` key, ``True`` for a run started with ``stream_subgraphs``
+#: (:meth:`Runtime.start_run`): the ``task`` tool's subagents forward their frames
+#: (:func:`subgraph_frame`) into the run's stream as namespaced events.
+STREAM_SUBGRAPHS_KEY = "stream_subgraphs"
 #: The ``custom`` chunk type that carries a subagent's frame through the parent's stream writer.
 SUBGRAPH_FRAME = "__subgraph_frame__"
 

@@ -41,7 +41,7 @@ from deerflow_nb.agent.middlewares.token_usage import add_usage
 from deerflow_nb.agent.state import ThreadState
 from deerflow_nb.config.schema import AppConfig
 from deerflow_nb.context import RunContext
-from deerflow_nb.runtime.streaming import STREAM_SUBGRAPHS, StreamConverter, subgraph_frame
+from deerflow_nb.runtime.streaming import STREAM_SUBGRAPHS_KEY, StreamConverter, subgraph_frame
 from deerflow_nb.subagents.config import SubagentSpec, resolve_limits
 from deerflow_nb.subagents.steps import STEP_MAX_CHARS, SubagentResult, build_step, merge_usage_totals
 from deerflow_nb.subagents.token_budget import TokenBudgetMiddleware
@@ -198,7 +198,8 @@ class SubagentExecutor:
         timeout = spec.timeout_seconds or limits.timeout_seconds
         try:
             graph = await self.graph_for(spec, model, config)
-            await self._run_isolated(graph, prompt, child, max_turns, tracker, timeout)
+            await self._run_isolated(graph, prompt, child, max_turns, tracker, timeout,
+                                     stream_frames=bool(parent.extra.get(STREAM_SUBGRAPHS_KEY)))
             self._finish(result, tracker, child.extra.get("stop_reason"))
         except TimeoutError:
             result.status, result.error = "timed_out", f"the subagent did not finish within {timeout:g} seconds"
@@ -217,7 +218,7 @@ class SubagentExecutor:
         return result
 
     async def _run_isolated(self, graph: Any, prompt: str, child: RunContext, max_turns: int,
-                            tracker: _Tracker, timeout: float) -> None:
+                            tracker: _Tracker, timeout: float, *, stream_frames: bool = False) -> None:
         from deerflow_nb.tracing import subagent_trace_config
 
         # only the parent's tracing callbacks, read here in the task tool's context: the
@@ -225,10 +226,10 @@ class SubagentExecutor:
         about = child.extra.get("subagent") or {}
         traced = subagent_trace_config(str(about.get("type", "subagent")), str(about.get("task_id", "")))
 
-        # a run started with ``stream_subgraphs`` (read here, in the task tool's context): the subagent's
-        # values / updates / messages frames join the run's stream, namespaced ``tools:<task_id>`` as
-        # LangGraph names a subgraph called in the tools node; they travel as custom chunks of the parent
-        converter = StreamConverter() if STREAM_SUBGRAPHS.get() else None
+        # a run started with ``stream_subgraphs`` (``stream_frames``): the subagent's values / updates /
+        # messages frames join the run's stream, namespaced ``tools:<task_id>`` as LangGraph names a
+        # subgraph called in the tools node; they travel as custom chunks of the parent
+        converter = StreamConverter() if stream_frames else None
         namespace = f"tools:{about.get('task_id', '')}"
 
         async def drive() -> None:

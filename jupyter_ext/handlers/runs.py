@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Coroutine
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
@@ -14,7 +13,6 @@ from tornado import web
 from deerflow_nb.config import validate_id
 from deerflow_nb.runtime import CancelOutcome, RunRecord, normalize_stream_modes
 from deerflow_nb.runtime.serialize import serialize_state
-from deerflow_nb.runtime.streaming import STREAM_SUBGRAPHS
 from jupyter_ext.handlers.base import API, DeerFlowHandler, api_method, http_error
 from jupyter_ext.handlers.follow import stream_stored_run
 from jupyter_ext.handlers.shapes import run_json
@@ -61,9 +59,9 @@ class _RunHandler(DeerFlowHandler):
         options = engine.defaults.merged(**body.options())
         start = engine.start_run(
             thread_id, message, options, body.secrets, user_id=self.user_id, stream_updates=body.wants("updates"),
-            multitask_strategy=body.multitask_strategy, metadata=body.metadata, assistant_id="lead_agent",
-            checkpoint_id=body.start_checkpoint())
-        return await self.service.call(_with_subgraphs(start) if body.stream_subgraphs else start)
+            stream_subgraphs=bool(body.stream_subgraphs), multitask_strategy=body.multitask_strategy,
+            metadata=body.metadata, assistant_id="lead_agent", checkpoint_id=body.start_checkpoint())
+        return await self.service.call(start)
 
     async def _final_state(self, record: Any) -> dict[str, Any]:
         values = await self.service.call(self.service.engine.get_state(record.thread_id, self.user_id))
@@ -90,18 +88,6 @@ class _RunHandler(DeerFlowHandler):
             await store.delete_thread(record.thread_id, record.user_id)
 
         self.service.submit(cleanup())
-
-
-async def _with_subgraphs(start: Coroutine[Any, Any, RunRecord]) -> RunRecord:
-    """``start`` (a ``start_run``) with ``STREAM_SUBGRAPHS`` set.
-
-    The run's task inherits it, and its subagents stream their frames namespaced (``values|tools:<task_id>``).
-    """
-    token = STREAM_SUBGRAPHS.set(True)
-    try:
-        return await start
-    finally:
-        STREAM_SUBGRAPHS.reset(token)
 
 
 class ThreadRunsHandler(_RunHandler):
