@@ -10,7 +10,9 @@ mode keep its metadata (:attr:`StreamEvent.meta`, JSON-safe keys only) for the H
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator
+from itertools import compress, filterfalse
 from operator import attrgetter
 from typing import Any
 
@@ -114,10 +116,11 @@ class StreamConverter:
     # -- values mode ---------------------------------------------------------------
     def _on_values(self, state: dict[str, Any]) -> Iterator[StreamEvent]:
         messages: list[BaseMessage] = list(state.get("messages", []))
-        if self.known_ids is None:
-            self.known_ids = set(map(attrgetter("id"), messages)) - {None, ""}  # C speed: runs once per run
-        # only messages that are new since the last snapshot (or replaced in it) can bring new events
-        changed = [messages[i] for i in changed_positions(self._snapshot, messages)]
+        if self.known_ids is None:  # the first snapshot: what the thread held before the run
+            self.known_ids = set(map(attrgetter("id"), messages)) - {None, ""}  # C-speed passes
+            changed = list(filterfalse(attrgetter("id"), messages))  # only an id-less one can be new
+        else:  # only messages that are new since the last snapshot (or replaced in it) can bring new events
+            changed = [messages[i] for i in changed_positions(self._snapshot, messages)]
         self._snapshot = messages
         for message in changed:
             if message.id in self.known_ids:
@@ -168,8 +171,9 @@ class StreamConverter:
     # -- results -------------------------------------------------------------------
     def run_messages(self) -> list[BaseMessage]:
         """Messages added by this run."""
-        known = self.known_ids or set()
-        return [m for m in self.final_state.get("messages", []) if m.id not in known]
+        messages = list(self.final_state.get("messages", []))
+        old = map((self.known_ids or set()).__contains__, map(attrgetter("id"), messages))
+        return list(compress(messages, map(operator.not_, old)))  # C speed: a long thread's list is long
 
     def usage(self) -> dict[str, int]:
         """Token usage of this run's AI messages, once per message id."""

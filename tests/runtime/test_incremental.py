@@ -94,12 +94,13 @@ def test_prefix_map_recomputes_only_from_the_first_replaced_object():
 
 
 def test_token_counter_and_the_dangling_check_equal_their_full_passes():
-    from deerflow_nb.agent.middlewares.dangling_tool_call import _all_answered, _call_ids
+    from deerflow_nb.agent.middlewares.dangling_tool_call import _all_answered, _AnsweredFold, _call_ids
     from deerflow_nb.agent.middlewares.summarization import TokenCounter, estimate_tokens
 
     rng = random.Random(11)
     counter = TokenCounter(None)
     ids = PrefixMap(_call_ids)
+    fold = _AnsweredFold()
     history: list = []
     for step in range(60):
         history = history + [_message(rng, step * 10 + k) for k in range(rng.randint(1, 3))]
@@ -110,9 +111,12 @@ def test_token_counter_and_the_dangling_check_equal_their_full_passes():
         asked = {c["id"] for m in history if isinstance(m, AIMessage) for c in m.tool_calls}
         answered = {m.tool_call_id for m in history if isinstance(m, ToolMessage)}
         assert _all_answered(ids(history)) == (asked <= answered)
+        assert fold(ids(history)) == (asked <= answered)  # folded forward, or afresh after a replacement
     # a dangling call at the end is seen, and its answer clears it
     call = AIMessage("", id="late", tool_calls=[{"name": "bash", "args": {}, "id": "late-call"}])
     assert not _all_answered(ids([*history, call]))
+    assert not fold(ids([*history, call]))
+    assert fold(ids(history)) == _all_answered(ids(history))  # a shorter list: folded afresh
     assert _all_answered(ids([*history, call, ToolMessage("ok", tool_call_id="late-call", id="late-t")])) == (
         _all_answered(ids(history)))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import operator
 import re
+import threading
 from collections.abc import Callable, Sequence
 from itertools import chain
 from operator import itemgetter
@@ -63,7 +64,11 @@ def patch_dangling(messages: Sequence[BaseMessage],
     return out
 
 
-def _call_ids(message: BaseMessage) -> tuple[tuple[str, ...], str | None]:
+#: ``(ids of the tool calls a message makes, id of the call it answers)``
+CallIds = tuple[tuple[str, ...], str | None]
+
+
+def _call_ids(message: BaseMessage) -> CallIds:
     """``(ids of the tool calls it makes, id of the call it answers)`` for one message."""
     if isinstance(message, AIMessage):
         return tuple(str(c["id"]) for c in message.tool_calls if c.get("id")), None
@@ -72,10 +77,36 @@ def _call_ids(message: BaseMessage) -> tuple[tuple[str, ...], str | None]:
     return (), None
 
 
-def _all_answered(ids: Sequence[tuple[tuple[str, ...], str | None]]) -> bool:
+def _all_answered(ids: Sequence[CallIds]) -> bool:
     """Whether every tool call has a result, from each message's :func:`_call_ids`."""
-    asked = set(chain.from_iterable(map(itemgetter(0), ids)))  # C-speed passes: this runs on every model call
+    asked = set(chain.from_iterable(map(itemgetter(0), ids)))  # C-speed passes
     return not asked or asked <= set(map(itemgetter(1), ids))
+
+
+class _AnsweredFold:
+    """:func:`_all_answered`, folded forward while the list only grows (the next model call of a thread).
+
+    The calls asked and answered so far are kept with the entries they came from; a list that does
+    not start with those very entries is folded afresh. Thread-safe.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: list[CallIds] = []
+        self._asked: set[str] = set()
+        self._answered: set[str | None] = set()
+
+    def __call__(self, ids: Sequence[CallIds]) -> bool:
+        with self._lock:
+            n = len(self._seen)
+            if n > len(ids) or not all(map(operator.is_, self._seen, ids[:n])):
+                n = 0
+                self._asked, self._answered = set(), set()
+            new = ids[n:]
+            self._asked.update(chain.from_iterable(map(itemgetter(0), new)))
+            self._answered.update(map(itemgetter(1), new))
+            self._seen = list(ids)
+            return self._asked <= self._answered
 
 
 class DanglingToolCallMiddleware(ModelCallMiddleware):
@@ -85,13 +116,14 @@ class DanglingToolCallMiddleware(ModelCallMiddleware):
         super().__init__()
         # each AI message's calls are cleaned once, not on every model call of every later turn
         self._cleaned: PrefixMap[BaseMessage, BaseMessage] = PrefixMap(_cleaned)
-        self._ids: PrefixMap[BaseMessage, tuple[tuple[str, ...], str | None]] = PrefixMap(_call_ids)
+        self._ids: PrefixMap[BaseMessage, CallIds] = PrefixMap(_call_ids)
+        self._answered = _AnsweredFold()
 
     def prepare(self, request: ModelRequest) -> ModelRequest:
         """Patch dangling calls in the request messages."""
         messages = list(request.messages)
         cleaned = self._cleaned(messages)
-        if all(map(operator.is_, cleaned, messages)) and _all_answered(self._ids(messages)):
+        if all(map(operator.is_, cleaned, messages)) and self._answered(self._ids(messages)):
             return request  # the common case, without a Python-level pass per message
         patched = patch_dangling(cleaned)
         if len(patched) == len(messages) and all(map(operator.is_, patched, messages)):
