@@ -10,7 +10,7 @@ from __future__ import annotations
 import operator
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from itertools import compress, count
+from itertools import compress, count, islice
 from typing import Any, Generic, TypeVar
 
 __all__ = ["IdentityMemo", "PrefixMap", "changed_positions"]
@@ -56,7 +56,10 @@ def changed_positions(last: Sequence[Any], items: Sequence[Any], max_replaced: i
     shared = min(len(last), len(items))
     pos, replaced = 0, 0
     while pos < shared:
-        diff = next(compress(count(pos), map(operator.is_not, last[pos:shared], items[pos:shared])), shared)
+        # map() stops at the shorter list; islice skips without copying
+        pairs = map(operator.is_not, islice(last, pos, None), islice(items, pos, None)) if pos else \
+            map(operator.is_not, last, items)
+        diff = next(compress(count(pos), pairs), shared)
         if diff == shared:
             break
         replaced += 1
