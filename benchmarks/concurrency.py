@@ -101,7 +101,12 @@ def _toggle(*_):
 
         if not _on:
             _dump("main")  # before the scan below, which is the hook's cost, not the server's
+        frozen = gc.get_freeze_count() > 0  # the extension's gc_freeze: get_objects() skips frozen objects
+        if frozen:
+            gc.unfreeze()
         loops = [o._loop for o in gc.get_objects() if isinstance(o, BackgroundLoop) and o._loop is not None]
+        if frozen:
+            gc.freeze()
         for i, loop in enumerate(loops):  # each private loop profiles itself, on its own thread
             loop.call_soon_threadsafe(_start if _on else _dump, f"runtime{i}")
         if _on:
