@@ -11,7 +11,10 @@ on the same thread every time.
 
 The two alternate turn by turn in one process, so both see the same machine. Printed per path:
 the median turn time of turns 1-10 and of the last ten turns, their ratio (the target is <= 2x),
-and how much the database file grows per turn at the start and at the end.
+and how much the database file grows per turn at the start, at the end and over all turns. The
+last ten turns include a whole-list snapshot when one falls in them (delta mode stores one every
+``checkpoint_delta_snapshot_frequency`` updates, default 1000); the average over all turns is what a
+turn costs in the long run.
 
 Run: ``python benchmarks/long_thread.py [--turns 1000] [--mode delta|full] [--profile out.prof]``.
 ``--profile`` writes a cProfile of ours' last ten turns.
@@ -171,7 +174,7 @@ def main() -> None:
     n = args.turns
     print(f"one thread, {n} turns (write_file call + answer each); medians of turns 1-{window} "
           f"and {n - window + 1}-{n}")
-    print(f"{'':34} {'first':>9} {'last':>9} {'last/first':>10}   DB growth per turn, first / last")
+    print(f"{'':34} {'first':>9} {'last':>9} {'last/first':>10}   DB growth per turn, first / last / all turns")
     labels = {"bare": "bare create_agent + SqliteSaver", "ours": f"deerflow-nb ({args.mode} checkpoints)"}
     ratios = {}
     for name in ("bare", "ours"):
@@ -181,8 +184,9 @@ def main() -> None:
         s = sizes[name]
         grow_first = (s[window] - s[0]) / window
         grow_last = (s[n - 1] - s[n - window - 1]) / window
+        grow_all = (s[n - 1] - s[0]) / (n - 1)
         print(f"{labels[name]:34} {first * 1000:7.2f}ms {last * 1000:7.2f}ms {last / first:9.2f}x"
-              f"   {grow_first / 1024:8.1f} KiB / {grow_last / 1024:8.1f} KiB")
+              f"   {grow_first / 1024:8.1f} KiB / {grow_last / 1024:8.1f} KiB / {grow_all / 1024:8.1f} KiB")
     last_ours, last_bare = statistics.median(times["ours"][-window:]), statistics.median(times["bare"][-window:])
     print(f"late turns, ours / bare: {last_ours / last_bare:5.2f}x   (target: ours last/first <= 2x)")
 
