@@ -31,6 +31,7 @@ from deerflow_nb.runtime import conversation
 from deerflow_nb.runtime import schedule_schemas as sched
 from deerflow_nb.runtime.stream_modes import PUBLIC_STREAM_MODES
 from deerflow_nb.subagents.schemas import SubagentsResponse
+from deerflow_nb.tracing.context import MAX_TRACE_ID_LENGTH, TRACE_ID_HEADER
 from jupyter_ext import schemas
 from jupyter_ext.handlers.base import API, DeerFlowHandler, api_method
 
@@ -224,16 +225,27 @@ def _path(pattern: str) -> str:
     return path.split(f"/{API}", 1)[1] or "/"
 
 
+#: ``X-Trace-Id``: optional on every request (checked as :func:`~deerflow_nb.tracing.validate_trace_id`
+#: does), echoed (or a new one) on every response.
+_TRACE_ID_SCHEMA = {"type": "string", "pattern": f"^[A-Za-z0-9._:-]{{1,{MAX_TRACE_ID_LENGTH}}}$"}
+_TRACE_ID = _param(TRACE_ID_HEADER, _TRACE_ID_SCHEMA, "header")
+_TRACE_HEADERS = {TRACE_ID_HEADER: {"description": "this request's trace id (the one sent, else a new one)",
+                                    "required": True, "schema": _TRACE_ID_SCHEMA}}
+
+
 def _responses(cls: type, method: str, path: str, components: dict[str, Any]) -> dict[str, Any]:
     shape = RESPONSES.get((cls.__name__, method, path), RESPONSES.get((cls.__name__, method), _OBJ))
     if isinstance(shape, type) and issubclass(shape, BaseModel):
         shape = _component(components, shape)
+    error = {**_ERROR, "headers": _TRACE_HEADERS}
     if shape is None:
-        return {"204": {"description": "No Content"}, "default": _ERROR}
+        return {"204": {"description": "No Content", "headers": _TRACE_HEADERS}, "default": error}
     if isinstance(shape, str):
         schema = _EVENT if shape == _SSE else {"type": "string", "format": "binary"}
-        return {"200": {"description": "OK", "content": {shape: {"schema": schema}}}, "default": _ERROR}
-    return {"200": {"description": "OK", "content": {"application/json": {"schema": shape}}}, "default": _ERROR}
+        content = {shape: {"schema": schema}}
+    else:
+        content = {"application/json": {"schema": shape}}
+    return {"200": {"description": "OK", "headers": _TRACE_HEADERS, "content": content}, "default": error}
 
 
 def _component(components: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
@@ -274,7 +286,7 @@ def _operations(paths: dict[str, dict[str, Any]], components: dict[str, Any], pa
             continue
         doc = (func.__doc__ or cls.__doc__ or "").strip().splitlines()[0]
         operation: dict[str, Any] = {"summary": doc, "operationId": f"{cls.__name__}.{method}.{path}",
-                                     "parameters": params + PARAMETERS.get((cls.__name__, method), []),
+                                     "parameters": [*params, *PARAMETERS.get((cls.__name__, method), []), _TRACE_ID],
                                      "responses": _responses(cls, method, path, components)}
         model = BODIES.get((cls.__name__, method))
         if model is not None:

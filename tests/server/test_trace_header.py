@@ -62,3 +62,17 @@ async def test_a_run_carries_its_request_trace_id_in_journal_and_span(jp_fetch, 
     (span,) = [s for s in spans.get_finished_spans() if s.name == "deerflow.run"]
     assert span.attributes["deerflow.trace_id"] == "trace-run-7"
     assert span.attributes["deerflow.run_id"] == run["run_id"]
+
+
+async def test_openapi_documents_the_header_on_every_operation_and_response(jp_fetch):
+    spec = await call(jp_fetch, "openapi.json")
+    operations = [op for item in spec["paths"].values() for op in item.values()]
+    assert len(operations) > 50
+    for op in operations:
+        [param] = [p for p in op["parameters"] if p["name"] == "X-Trace-Id"]
+        assert param["in"] == "header" and not param["required"]
+        pattern = re.compile(param["schema"]["pattern"])
+        assert pattern.fullmatch("req-42.a:b_c") and pattern.fullmatch("a" * 128)
+        assert not pattern.fullmatch("a" * 129) and not pattern.fullmatch("bad id") and not pattern.fullmatch("")
+        for status, response in op["responses"].items():
+            assert response["headers"]["X-Trace-Id"]["required"], (op["operationId"], status)
