@@ -6,7 +6,8 @@ A run is admitted by inserting its row, already ``running`` since it starts at o
 unique index on ``runs`` lets at most one active run per thread win, across processes. Multitask
 strategies: ``reject`` (default; a busy thread raises
 :class:`~deerflow_nb.errors.ThreadBusyError`), ``interrupt`` (cancel the active run
-first) and ``rollback`` (cancel it and restore the state from before it started).
+first, also one that another process executes: through the database, see :meth:`RunManager.cancel`) and
+``rollback`` (cancel it and restore the state from before it started).
 Events go to the :class:`~deerflow_nb.runtime.stream_bridge.StreamBridge`; the END
 marker is published after the terminal status is stored.
 """
@@ -195,8 +196,15 @@ class RunManager:
             if self._runs is not None:
                 # the run starts at once: stored as running (its thread too) in the admitting
                 # transaction; the unique index decides races between processes
-                await self._runs.create(record, status="running", thread_status="running",
-                                        lease_seconds=self.lease_seconds)
+                try:
+                    await self._runs.create(record, status="running", thread_status="running",
+                                            lease_seconds=self.lease_seconds)
+                except ThreadBusyError:  # the thread's active run is another process's
+                    if multitask_strategy == "reject":
+                        raise
+                    await self._stop_elsewhere(thread_id, user_id, multitask_strategy)
+                    await self._runs.create(record, status="running", thread_status="running",
+                                            lease_seconds=self.lease_seconds)
                 if self._threads is not None:
                     self._threads.mark_saved(thread_id)  # a new thread's row came with the admission
             self._active[thread_id] = record
@@ -205,6 +213,37 @@ class RunManager:
             record.task = asyncio.get_running_loop().create_task(self._drive(record, body, timeout),
                                                                  name=f"deerflow-run-{record.run_id}")
         return record
+
+    async def _stop_elsewhere(self, thread_id: str, user_id: str, strategy: str) -> None:
+        """Cancel the thread's active run that another process executes, and wait until it has ended.
+
+        The owner carries the request out at its next lease renewal; an owner that is gone has
+        its run taken over once the lease expires. Raises :class:`ThreadBusyError` when the run
+        has not ended within two lease periods.
+        """
+        assert self._runs is not None
+        action = "rollback" if strategy == "rollback" else "interrupt"
+        active = [info for status in ("running", "pending")
+                  for info in await self._runs.list_by_thread(thread_id, user_id, limit=5, status=status)]
+        budget = 2 * self.lease_seconds + self.lease_renew_seconds
+        deadline = time.monotonic() + budget
+        for info in active:
+            while True:
+                outcome = await self.cancel(info.run_id, action=action, user_id=user_id)
+                if outcome in (CancelOutcome.UNKNOWN, CancelOutcome.NOT_CANCELLABLE, CancelOutcome.TAKEN_OVER):
+                    break  # gone, ended meanwhile, or recovered from a dead owner: nothing left to wait for
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ThreadBusyError(f"thread {thread_id!r}: its active run {info.run_id} on another server "
+                                          f"did not stop within {budget:g} s")
+                # requested: the owner stops it at its next renewal (re-asked after a renewal period,
+                # which also takes the run over if its owner died meanwhile)
+                with contextlib.suppress(TimeoutError):
+                    done = await asyncio.wait_for(self.wait_stored(info.run_id, user_id),
+                                                  min(left, self.lease_renew_seconds + self.poll_seconds))
+                    if done is None or done.status in TERMINAL_STATUSES:
+                        break
+        logger.info("thread %s: stopped its active run on another server (%s) for a new run", thread_id, action)
 
     def _remember(self, record: RunRecord) -> None:
         self._records[record.run_id] = record

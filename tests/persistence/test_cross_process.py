@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from deerflow_nb.errors import ThreadBusyError
 from deerflow_nb.persistence import JournalEntry, RunInfo, open_store
 from deerflow_nb.runtime import CancelOutcome, RunManager, StreamBridge, StreamEvent
 from deerflow_nb.runtime.follow import follow_stored_run
@@ -153,5 +154,52 @@ async def test_cancelling_a_run_whose_owner_is_gone_takes_it_over(target):
         assert (run.status, run.stop_reason) == ("error", "orphan_recovered") and seen == ["r"]
         assert (await store.threads.get("t", "u")).status == "error"
         assert await peer.cancel("r", user_id="u") == CancelOutcome.NOT_CANCELLABLE
+    finally:
+        await store.aclose()
+
+
+async def _quick(record):
+    yield StreamEvent("messages-tuple", {"type": "ai", "id": "m2", "content": "done"})
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("strategy", ["interrupt", "rollback"])
+async def test_interrupt_and_rollback_stop_another_process_s_run_before_the_new_one_starts(target, strategy):
+    owner_store, peer_store = await open_store(target), await open_store(target)
+    try:
+        await owner_store.threads.create("t", "u")
+        owner = _manager(owner_store, lease_seconds=5, lease_renew_seconds=0.05)
+        owner.start_maintenance()
+        first = await owner.create(thread_id="t", user_id="u", body=_forever)
+        peer = _manager(peer_store, lease_seconds=5, lease_renew_seconds=0.05)
+        with pytest.raises(ThreadBusyError):  # the default strategy still refuses
+            await peer.create(thread_id="t", user_id="u", body=_quick)
+        second = await asyncio.wait_for(
+            peer.create(thread_id="t", user_id="u", body=_quick, multitask_strategy=strategy), 60)
+        stopped = await owner_store.runs.get(first.run_id, "u")
+        assert (stopped.status, stopped.cancel_requested) == ("interrupted", strategy)  # ended before admission
+        await asyncio.wait_for(second.wait(), 60)
+        assert second.status == "success"
+        assert first.status == "interrupted" and first.rollback_requested == (strategy == "rollback")
+        await owner.shutdown()
+        await peer.shutdown()
+    finally:
+        await owner_store.aclose()
+        await peer_store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_interrupt_takes_over_a_dead_process_s_run_and_starts(target):
+    store = await open_store(target)
+    try:
+        await store.threads.create("t", "u")
+        await store.runs.create(RunInfo("r", "t", "u", owner="dead:1"), status="running", lease_seconds=0.5)
+        peer = _manager(store, lease_seconds=0.5, lease_renew_seconds=0.1)
+        record = await asyncio.wait_for(
+            peer.create(thread_id="t", user_id="u", body=_quick, multitask_strategy="interrupt"), 60)
+        await asyncio.wait_for(record.wait(), 60)
+        assert record.status == "success"
+        assert (await store.runs.get("r", "u")).stop_reason == "orphan_recovered"
+        await peer.shutdown()
     finally:
         await store.aclose()

@@ -1,6 +1,7 @@
 """Two real ``jupyter server`` processes on one PostgreSQL (as JupyterHub pods would share one).
 
-A run started on server A is listed, joined and cancelled from server B; A is SIGKILLed mid-run
+A run started on server A is listed, joined and cancelled from server B, and interrupted by a new run
+with ``multitask_strategy="interrupt"`` on B; A is SIGKILLed mid-run
 and B recovers the run through its lease; a server restarted with the host name and pid its dead
 predecessor recorded still recovers that run. Each test has a database of its own. Leases are
 short here and every wait is on a condition with a generous timeout (no wall-clock assertions).
@@ -19,6 +20,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 from langgraph_sdk import get_sync_client
+from langgraph_sdk.errors import ConflictError
 
 from tests.persistence.backends import database_target
 
@@ -146,6 +148,20 @@ def test_a_run_of_server_a_is_listed_joined_and_cancelled_from_server_b(servers)
     assert final["__error__"]["stop_reason"] == "cancelled"
     assert client.threads.get(tid)["status"] == "idle"
     assert client.runs.wait(tid, "lead_agent", input=MSG)["messages"][-1]["content"] == FAST  # B takes the thread
+
+
+def test_a_run_on_server_b_with_multitask_interrupt_stops_server_a_s_run_first(servers):
+    a, b = servers
+    tid, rid, _ = start_slow_run(a, b)
+    client = sdk(b)
+    with pytest.raises(ConflictError) as refused:  # the default strategy refuses: the thread is busy elsewhere
+        client.runs.create(tid, "lead_agent", input=MSG)
+    assert refused.value.response.status_code == 409
+    answer = client.runs.wait(tid, "lead_agent", input=MSG, multitask_strategy="interrupt")
+    assert answer["messages"][-1]["content"] == FAST
+    run = sdk(a).runs.get(tid, rid)  # A carried out B's request before B's run was admitted
+    assert (run["status"], run["stop_reason"]) == ("interrupted", "cancelled")
+    assert [r["status"] for r in client.runs.list(tid)] == ["success", "interrupted"]
 
 
 def test_a_killed_server_s_run_is_recovered_by_the_other_and_the_thread_takes_new_runs(servers):
