@@ -31,8 +31,6 @@ import json
 import os
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -47,9 +45,12 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from pydantic import Field
 
-from deerflow_nb.testing.base import DeterministicChatModel
-
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from deerflow_nb.testing.base import DeterministicChatModel  # noqa: E402
+from tests.server.e2e import JupyterServer  # noqa: E402
+
 SERVER_HOOK = """\
 # benchmarks/concurrency.py's hook in the server (sitecustomize): SIGUSR2 starts measuring, the next one
 # stops and writes gc.json (and, with DEERFLOW_BENCH_PROFILE, a cProfile of each event loop thread)
@@ -265,76 +266,29 @@ class Bare:
         return result
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class Server:
-    """One ``jupyter server`` process with the extension, isolated dirs and home, token auth."""
+class Server(JupyterServer):
+    """One ``jupyter server`` process with the extension (the tests' :class:`JupyterServer`), optionally hooked."""
 
     def __init__(self, root: Path, latency: float, *, gc_stats: bool = False, profile: str | None = None) -> None:
         import yaml
 
-        self.root = root
         self.profile = Path(profile).resolve() if profile else None
         self.hooked = gc_stats or profile is not None
         self.measuring = False
-        self.port = free_port()
-        self.token = "bench-" + os.urandom(8).hex()
-        for name in ("config", "data", "runtime", "home", "deerflow-home", "notebooks"):
-            (root / name).mkdir(parents=True, exist_ok=True)
+        root.mkdir(parents=True, exist_ok=True)
         model = {"name": "one-tool-call", "use": "benchmarks.concurrency:OneToolCallModel", "call_latency": latency}
         config_yaml = root / "config.yaml"
         config_yaml.write_text(yaml.safe_dump({"config_version": 1, "models": [model], "memory": {"enabled": False},
                                                "title": {"enabled": False}}))
-        server_config = {
-            "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}, "ip": "127.0.0.1", "port": self.port,
-                          "port_retries": 0, "open_browser": False, "root_dir": str(root / "notebooks"),
-                          "allow_root": True},
-            "IdentityProvider": {"token": self.token},
-            "DeerFlowExtension": {"config_path": str(config_yaml), "home": str(root / "deerflow-home")},
-        }
-        (root / "config" / "jupyter_server_config.json").write_text(json.dumps(server_config))
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "DEER_FLOW"))}
-        self.env.update({"HOME": str(root / "home"), "JUPYTER_CONFIG_DIR": str(root / "config"),
-                         "JUPYTER_DATA_DIR": str(root / "data"), "JUPYTER_RUNTIME_DIR": str(root / "runtime"),
-                         "JUPYTER_CONFIG_PATH": str(root / "config"), "JUPYTER_PATH": str(root / "data"),
-                         "DEER_FLOW_HOME": str(root / "deerflow-home"), "PYTHONPATH": str(REPO)})
+        env: dict[str, str] = {}
         if self.hooked:
             hook = root / "hook"
             hook.mkdir(exist_ok=True)
             (hook / "sitecustomize.py").write_text(SERVER_HOOK)
-            self.env.update(PYTHONPATH=f"{hook}{os.pathsep}{REPO}", DEERFLOW_BENCH_OUT=str(hook))
+            env.update(PYTHONPATH=f"{hook}{os.pathsep}{REPO}", DEERFLOW_BENCH_OUT=str(hook))
             if self.profile is not None:
-                self.env["DEERFLOW_BENCH_PROFILE"] = str(self.profile)
-        self.log = root / "server.log"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def api(self) -> str:
-        return f"http://127.0.0.1:{self.port}/deerflow/api"
-
-    def start(self, timeout: float) -> None:
-        import httpx
-
-        with self.log.open("ab") as log:
-            self.proc = subprocess.Popen([sys.executable, "-m", "jupyter_server"], env=self.env, cwd=self.root,
-                                         stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"jupyter server exited early:\n{self.log.read_text()[-4000:]}")
-            try:
-                response = httpx.get(f"{self.api}/health", headers={"Authorization": f"token {self.token}"},
-                                     timeout=5)
-                if response.status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        raise RuntimeError(f"jupyter server did not answer in {timeout:.0f}s:\n{self.log.read_text()[-4000:]}")
+                env["DEERFLOW_BENCH_PROFILE"] = str(self.profile)
+        super().__init__(root, config_yaml, extra_env=env)
 
     def measure(self, on: bool) -> dict[str, Any] | None:
         """Start (``on``) or stop the hook's GC counts and profiles; stopping returns the GC counts."""
@@ -392,17 +346,6 @@ class Server:
             fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
             return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
 
-    def stop(self) -> None:
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self.proc = None
 
 
 class Ours:
