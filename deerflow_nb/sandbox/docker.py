@@ -30,6 +30,7 @@ import importlib
 import logging
 import os
 import threading
+import time
 import weakref
 from collections.abc import Mapping
 from pathlib import Path
@@ -163,6 +164,10 @@ class DockerSandboxProvider(LocalSandboxProvider):
         extra = self.config.model_extra or {}
         self.client = connect_docker(extra.get("docker_host"), timeout=float(extra.get("docker_timeout", 30)))
         self.tmp_size_mb = int(extra.get("tmp_size_mb", 256))
+        #: Seconds between two sweeps for dead owners' containers (at start-up, then when a container is created).
+        self.reap_interval = float(extra.get("reap_interval_seconds", 300))
+        if self.reap_interval < 0:
+            raise SandboxError(f"sandbox.reap_interval_seconds must be >= 0, got {self.reap_interval:g}")
         try:
             self.client.images.get(self.config.image)
         except Exception as exc:
@@ -176,6 +181,7 @@ class DockerSandboxProvider(LocalSandboxProvider):
         )
         self._closed = False
         self._home_tag = hashlib.sha256(str(paths.home.resolve()).encode()).hexdigest()[:12]
+        self._last_reap = 0.0
         self._reap_dead_owners()
         atexit.register(_shutdown_if_alive, weakref.ref(self))
 
@@ -201,6 +207,8 @@ class DockerSandboxProvider(LocalSandboxProvider):
                 self._destroy(sandbox)
                 sandbox = None
             if sandbox is None:
+                if time.monotonic() - self._last_reap >= self.reap_interval:  # a peer may have died since
+                    self._reap_dead_owners()
                 self._make_room()
                 sandbox = self._create(user_id, thread_id)
             with self._lock:
@@ -373,8 +381,11 @@ class DockerSandboxProvider(LocalSandboxProvider):
     def _reap_dead_owners(self) -> None:
         """Remove this home's containers whose owner process is dead (a live or unknown owner's stay).
 
-        A container without an owner label (an older version's) goes only once it exited.
+        A container without an owner label (an older version's) goes only once it exited. Runs when
+        the provider starts and again, at most every ``reap_interval_seconds``, before it creates a
+        container: a long-lived server cleans up after a peer that died after it started.
         """
+        self._last_reap = time.monotonic()
         try:
             found = self.client.containers.list(all=True, filters={"label": f"{_LABEL}.home={self._home_tag}"})
         except Exception as exc:

@@ -90,6 +90,19 @@ def test_docker_providers_sharing_a_home_keep_their_own_containers(home: Path, s
         mine.container.reload()
         assert mine.container.status == "running"
         assert mine.execute_command("echo still").output.endswith("still\n")
+
+        # a long-running provider sweeps again before it creates a container: a peer that died after it
+        # started is cleaned up without waiting for the next process to start
+        sweeping = DockerSandboxProvider(SandboxConfig(use="docker", reap_interval_seconds=0, **TEST_LIMITS),
+                                         paths=Paths(home), skills_root=skills_root)
+        made.append(sweeping)
+        late_id, late_proc = peer_owner()
+        late = provider(late_id).acquire("t2")
+        _kill(late_proc)
+        sweeping.acquire("t3")
+        assert not ours.client.containers.list(all=True, filters={"id": late.container.id})
+        mine.container.reload()
+        assert mine.container.status == "running"
     finally:
         for made_provider in made:
             made_provider.shutdown()
