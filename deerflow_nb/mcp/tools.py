@@ -142,13 +142,16 @@ def make_mcp_tool(server_name: str, server: McpServerConfig, spec: mcp_types.Too
     )
 
 
-def oauth_for(name: str, server: McpServerConfig) -> Any:
-    """The server's :class:`~deerflow_nb.mcp.oauth.McpOAuth`, or ``None`` (no OAuth, disabled, or stdio)."""
+def oauth_for(name: str, server: McpServerConfig, state_dir: Path | None = None) -> Any:
+    """The server's :class:`~deerflow_nb.mcp.oauth.McpOAuth`, or ``None`` (no OAuth, disabled, or stdio).
+
+    ``state_dir`` keeps rotated refresh tokens across restarts.
+    """
     if server.oauth is None or not server.oauth.enabled or is_stdio(server):
         return None
     from deerflow_nb.mcp.oauth import McpOAuth
 
-    return McpOAuth(name, server.oauth)
+    return McpOAuth(name, server.oauth, state_dir=state_dir)
 
 
 async def _list_tools(name: str, server: McpServerConfig, probe_dir: Path, auth: Any = None
@@ -183,7 +186,7 @@ async def discover_tools(config: ExtensionsConfig, pool: McpSessionPool, probe_d
         logger.warning(reason)
         return McpToolSet(errors=dict.fromkeys(names, reason))
     # one token holder per server for discovery and all its sessions under this config
-    auths = {n: oauth_for(n, servers[n]) for n in names}
+    auths = {n: oauth_for(n, servers[n], probe_dir / "oauth") for n in names}
     results = await asyncio.gather(
         *(asyncio.wait_for(_list_tools(n, servers[n], probe_dir, auths[n]), _DISCOVERY_TIMEOUT) for n in names),
         return_exceptions=True,

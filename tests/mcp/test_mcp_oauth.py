@@ -77,6 +77,31 @@ async def test_refresh_before_expiry_and_rotating_refresh_tokens():
 
 
 @pytest.mark.asyncio
+async def test_a_rotated_refresh_token_is_saved_and_used_after_a_restart(tmp_path):
+    state = tmp_path / "mcp" / "oauth"
+    with OAuthMcpServer() as server:
+        config = McpOAuthConfig(token_url=f"{server.url}/token", grant_type="refresh_token", refresh_token="rt-1")
+        first = McpOAuth("secured", config, state_dir=state)
+        await first.authorization()  # rt-1 is spent: the endpoint answered rt-2
+        [saved] = state.iterdir()
+        assert saved == first.state_file and saved.stat().st_mode & 0o777 == 0o600
+        assert "rt-2" in saved.read_text() and "rt-1" not in saved.read_text() and "tok-" not in saved.read_text()
+        # a restart (a new holder, the same config): the saved token, not the spent configured one
+        again = McpOAuth("secured", config, state_dir=state)
+        assert (await again.authorization()) == "Bearer tok-2"
+        assert server.refresh_tokens_used == ["rt-1", "rt-2"]
+        # without a state dir a restart would send the spent token and be refused
+        with pytest.raises(OAuthTokenError, match="answered 400"):
+            await McpOAuth("secured", config).authorization()
+        # a newly configured refresh token wins over what was saved for the old one
+        fresh = McpOAuth("secured", config.model_copy(update={"refresh_token": "rt-9"}), state_dir=state)
+        with pytest.raises(OAuthTokenError, match="answered 400"):
+            await fresh.authorization()
+        assert server.refresh_tokens_used[-1] == "rt-9"
+        assert [p.name for p in state.iterdir()] == [saved.name]  # no temporary file left behind
+
+
+@pytest.mark.asyncio
 async def test_token_endpoint_answers_that_are_not_tokens_raise():
     with OAuthMcpServer() as server:
         auth = McpOAuth("s", McpOAuthConfig(token_url=f"{server.url}/token-broken"))
