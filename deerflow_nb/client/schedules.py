@@ -12,6 +12,7 @@ from __future__ import annotations
 import builtins
 import datetime as dt
 from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
 
 from deerflow_nb.errors import UsageError
 from deerflow_nb.runtime.schedules import check_task_id
@@ -33,13 +34,16 @@ def _thread_id(thread: Any) -> str | None:
     return thread_id
 
 
-def _body(message: str, cron: str | None, every: Any, thread: Any, overlap: str) -> dict[str, Any]:
+def _body(message: str, cron: str | None, every: Any, thread: Any, overlap: str,
+          timezone: Any = None) -> dict[str, Any]:
     """The ``POST /scheduled-tasks`` body of :meth:`Schedules.create`'s arguments (validated where it is stored)."""
     thread_id = _thread_id(thread)
     body: dict[str, Any] = {"message": message, "overlap_policy": overlap,
                             "context_mode": "fresh_thread_per_run" if thread_id is None else "reuse_thread"}
     if cron is not None:
         body["cron"] = cron
+    if timezone is not None:  # a ZoneInfo goes as its IANA key; anything else is checked where it is stored
+        body["timezone"] = timezone.key if isinstance(timezone, ZoneInfo) and timezone.key else timezone
     if every is not None:
         body["every_seconds"] = every.total_seconds() if isinstance(every, dt.timedelta) else every
     if thread_id is not None:
@@ -74,15 +78,21 @@ class Schedules:
         return await self._loop.arun(self._backend.gateway(name, *args))
 
     def create(self, message: str, *, cron: str | None = None, every: float | dt.timedelta | None = None,
-               thread: Any = "fresh", overlap: str = "skip") -> dict[str, Any]:
-        """Schedule ``message``: on a five-field ``cron`` expression (UTC) or ``every`` seconds (or a timedelta).
+               timezone: str | ZoneInfo | None = None, thread: Any = "fresh", overlap: str = "skip") -> dict[str, Any]:
+        """Schedule ``message``: on a five-field ``cron`` expression or ``every`` seconds (or a timedelta).
+
+        ``cron`` is read in ``timezone``, an IANA name such as ``"Europe/Paris"`` (or a ``ZoneInfo``),
+        daylight saving time included; default UTC. It is for cron schedules only (refused with
+        ``every``); the task's ``timezone`` names it, and its ``next_run_at`` is UTC.
 
         ``thread="fresh"`` runs each time on a new thread; a thread id (or a ``Thread``)
         continues that thread. ``overlap="skip"``: a tick while the previous run is still
         active is recorded as ``skipped``. Runs are non-interactive. Returns the task
-        (``id``, ``next_run_at``, ...); an invalid schedule is :class:`~deerflow_nb.errors.UsageError`.
+        (``id``, ``timezone``, ``next_run_at``, ...); an invalid schedule (an unknown zone too)
+        is :class:`~deerflow_nb.errors.UsageError`.
         """
-        return self._call("create_scheduled_task", _body(message, cron, every, thread, overlap))  # type: ignore[no-any-return]
+        return self._call("create_scheduled_task",  # type: ignore[no-any-return]
+                          _body(message, cron, every, thread, overlap, timezone))
 
     def list(self) -> list[dict[str, Any]]:
         """The user's tasks, oldest first (``GET /scheduled-tasks``'s ``tasks``)."""
@@ -118,10 +128,11 @@ class Schedules:
 
     # -- async twins ---------------------------------------------------------------------
     async def acreate(self, message: str, *, cron: str | None = None, every: float | dt.timedelta | None = None,
-                      thread: Any = "fresh", overlap: str = "skip") -> dict[str, Any]:
+                      timezone: str | ZoneInfo | None = None, thread: Any = "fresh",
+                      overlap: str = "skip") -> dict[str, Any]:
         """Async twin of :meth:`create`."""
         return await self._acall("create_scheduled_task",  # type: ignore[no-any-return]
-                                 _body(message, cron, every, thread, overlap))
+                                 _body(message, cron, every, thread, overlap, timezone))
 
     async def alist(self) -> builtins.list[dict[str, Any]]:
         """Async twin of :meth:`list`."""

@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 
 BASELINE_REVISION = "0001_baseline"
 #: The newest revision (``alembic stamp head`` of a fresh database).
-HEAD_REVISION = "0004_scheduled_tasks"
+HEAD_REVISION = "0005_schedule_timezone"
 #: Tables created by ``0001_baseline``; the legacy path back-fills only these.
 BASELINE_TABLES = ("threads_meta", "runs", "run_events", "feedback")
 _ADVISORY_KEY = 0x6465657266  # "deerf"

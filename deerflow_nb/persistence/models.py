@@ -124,6 +124,9 @@ class ScheduledTaskRow(Base):
     #: ``cron`` or ``interval``.
     schedule_type: Mapped[str] = mapped_column(sa.String(16))
     cron: Mapped[str | None] = mapped_column(sa.String(256), nullable=True)
+    #: The IANA zone ``cron`` is read in (``0005_schedule_timezone``); ``NULL`` is UTC (rows stored
+    #: before time zones existed, and interval tasks, which have none).
+    timezone: Mapped[str | None] = mapped_column(sa.String(64), nullable=True)
     interval_seconds: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
     #: ``fresh_thread_per_run`` or ``reuse_thread`` (then ``thread_id``).
     context_mode: Mapped[str] = mapped_column(sa.String(32), default="fresh_thread_per_run")

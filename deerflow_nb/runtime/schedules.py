@@ -29,6 +29,7 @@ from deerflow_nb.persistence.schedules import ActiveScheduledRunConflict, Schedu
 from deerflow_nb.runtime.gateway import validated
 from deerflow_nb.runtime.run_manager import TERMINAL_STATUSES
 from deerflow_nb.runtime.schedule_schemas import (
+    DEFAULT_TIMEZONE,
     ScheduledTaskCreateRequest,
     ScheduledTaskDeleteResponse,
     ScheduledTaskListResponse,
@@ -36,6 +37,7 @@ from deerflow_nb.runtime.schedule_schemas import (
     ScheduledTaskRunListResponse,
     ScheduledTaskRunResponse,
     next_tick,
+    task_timezone,
 )
 
 if TYPE_CHECKING:
@@ -99,12 +101,15 @@ class ScheduledTaskService:
             await store.get_thread(body.thread_id, user_id)  # another user's thread is not found
         now = self.clock()
         kind = "cron" if body.cron is not None else "interval"
+        # a cron task stores its zone explicitly ("UTC" when none was given); an interval has none
+        zone = (body.timezone or DEFAULT_TIMEZONE) if kind == "cron" else None
         row = {"id": str(uuid.uuid4()), "user_id": user_id, "message": body.message, "schedule_type": kind,
-               "cron": body.cron, "interval_seconds": body.every_seconds, "context_mode": body.context_mode,
-               "thread_id": body.thread_id, "overlap_policy": body.overlap_policy, "status": "active",
-               "next_run_at": next_tick(kind, body.cron, body.every_seconds, now), "last_run_at": None,
-               "last_run_id": None, "last_thread_id": None, "last_error": None, "run_count": 0,
-               "created_at": now, "updated_at": now}
+               "cron": body.cron, "timezone": zone, "interval_seconds": body.every_seconds,
+               "context_mode": body.context_mode, "thread_id": body.thread_id,
+               "overlap_policy": body.overlap_policy, "status": "active",
+               "next_run_at": next_tick(kind, body.cron, body.every_seconds, now, timezone=zone),
+               "last_run_at": None, "last_run_id": None, "last_thread_id": None, "last_error": None,
+               "run_count": 0, "created_at": now, "updated_at": now}
         await store.schedules.create_task(row)
         return ScheduledTaskResponse.from_row(row).model_dump()
 
@@ -129,7 +134,8 @@ class ScheduledTaskService:
         task = await self._task(user_id, task_id)
         now = self.clock()
         if task["status"] != "active":
-            following = next_tick(task["schedule_type"], task["cron"], task["interval_seconds"], now)
+            following = next_tick(task["schedule_type"], task["cron"], task["interval_seconds"], now,
+                                  timezone=task_timezone(task))
             await (await self._store()).update_task(task["id"], status="active", next_run_at=following,
                                                     updated_at=now)
         return await self.get(user_id, task_id)
@@ -234,8 +240,15 @@ class ScheduledTaskService:
         dispatched = []
         for task in await store.due_tasks(now, self.dispatch_user):
             expected = task["next_run_at"]
-            following = next_tick(task["schedule_type"], task["cron"], task["interval_seconds"], now,
-                                  anchor=expected)
+            try:
+                following = next_tick(task["schedule_type"], task["cron"], task["interval_seconds"], now,
+                                      anchor=expected, timezone=task_timezone(task))
+            except Exception as exc:  # a zone this machine no longer knows: the other tasks still tick
+                message = f"no next tick: {type(exc).__name__}: {exc}"
+                logger.warning("scheduled task %s: %s", task["id"], message)
+                if task["last_error"] != message:  # the owner sees why it does not run
+                    await store.update_task(task["id"], last_error=message, updated_at=now)
+                continue
             if not await store.claim_tick(task["id"], expected, following, now):
                 continue  # another server claimed this tick
             try:

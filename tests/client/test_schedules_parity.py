@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import time
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -47,8 +48,10 @@ def test_definitions_round_trip(agent):
     assert (task["schedule_type"], task["cron"], task["context_mode"], task["status"], task["run_count"]) == (
         "cron", "0 9 * * 1", "fresh_thread_per_run", "active", 0)
     assert dt.datetime.fromisoformat(task["next_run_at"]).weekday() == 0  # a Monday, 09:00 UTC
+    assert task["timezone"] == "UTC"  # said explicitly when none was given
     hourly = agent.schedules.create("hourly", every=dt.timedelta(hours=1))
     assert hourly["every_seconds"] == 3600.0 and hourly["schedule_type"] == "interval"
+    assert hourly["timezone"] is None  # an interval has no zone
     assert [t["id"] for t in agent.schedules.list()][-2:] == [task["id"], hourly["id"]]
     assert agent.schedules.get(task["id"]) == task
     paused = agent.schedules.pause(task["id"])
@@ -63,11 +66,34 @@ def test_definitions_round_trip(agent):
         agent.schedules.trigger(task["id"])
 
 
+def test_a_cron_task_in_a_time_zone(agent):
+    paris = ZoneInfo("Europe/Paris")
+    task = agent.schedules.create("standup", cron="0 9 * * 1-5", timezone="Europe/Paris")
+    ScheduledTaskResponse.model_validate(task)
+    assert task["timezone"] == "Europe/Paris" and task["cron"] == "0 9 * * 1-5"
+    following = dt.datetime.fromisoformat(task["next_run_at"])
+    assert following.utcoffset() == dt.timedelta(0)  # next_run_at stays UTC ...
+    local = following.astimezone(paris)  # ... and is 09:00 on a weekday in Paris (07:00 or 08:00 UTC)
+    assert (local.hour, local.minute, local.weekday() < 5) == (9, 0, True)
+    assert following.hour == 9 - local.utcoffset() // dt.timedelta(hours=1)
+    assert agent.schedules.get(task["id"]) == task
+    assert agent.schedules.resume(agent.schedules.pause(task["id"])["id"])["next_run_at"] == task["next_run_at"]
+    york = agent.schedules.create("open", cron="30 9 * * 1-5", timezone=ZoneInfo("America/New_York"))
+    assert york["timezone"] == "America/New_York"
+    local = dt.datetime.fromisoformat(york["next_run_at"]).astimezone(ZoneInfo("America/New_York"))
+    assert (local.hour, local.minute) == (9, 30)
+    for item in (task, york):
+        agent.schedules.delete(item["id"])
+
+
 def test_invalid_schedules_are_refused_alike(agent):
     before = agent.schedules.list()
     for kwargs, field in [({"cron": "every day"}, "cron"), ({"every": 0.1}, "every_seconds"),
                           ({"cron": "* * * * *", "every": 60}, "exactly one"), ({}, "exactly one"),
-                          ({"every": "60"}, "every_seconds"), ({"every": 60, "overlap": "queue"}, "overlap_policy")]:
+                          ({"every": "60"}, "every_seconds"), ({"every": 60, "overlap": "queue"}, "overlap_policy"),
+                          ({"cron": "0 9 * * *", "timezone": "Mars/Olympus"}, "timezone: .*unknown IANA time zone"),
+                          ({"cron": "0 9 * * *", "timezone": 2}, "timezone"),
+                          ({"every": 60, "timezone": "Europe/Paris"}, "timezone: only for a cron")]:
         with pytest.raises(UsageError, match=field):
             agent.schedules.create("x", **kwargs)
     with pytest.raises(UsageError, match="thread"):

@@ -8,8 +8,9 @@ import pytest
 import sqlalchemy as sa
 
 from deerflow_nb.persistence import open_database, open_store
-from deerflow_nb.persistence.bootstrap import HEAD_REVISION, bootstrap_schema
+from deerflow_nb.persistence.bootstrap import HEAD_REVISION, alembic_config, bootstrap_schema
 from deerflow_nb.persistence.schedules import ActiveScheduledRunConflict
+from deerflow_nb.runtime.schedule_schemas import ScheduledTaskResponse, next_tick, task_timezone
 
 
 def _task(task_id: str = "t1", next_run_at: float = 100.0) -> dict:
@@ -86,7 +87,9 @@ async def test_a_0003_database_is_upgraded_to_scheduled_tasks(target):
         indexes = await db.read(lambda c: {i["name"]: i for i in sa.inspect(c).get_indexes("scheduled_task_runs")})
         assert indexes["uq_scheduled_task_run_active"]["unique"]
         version = await db.read(lambda c: [r[0] for r in c.execute(sa.text("SELECT version_num FROM alembic_version"))])
-        assert version == [HEAD_REVISION] == ["0004_scheduled_tasks"]
+        assert version == [HEAD_REVISION] == ["0005_schedule_timezone"]
+        columns = await db.read(lambda c: {col["name"] for col in sa.inspect(c).get_columns("scheduled_tasks")})
+        assert "timezone" in columns  # 0004 made the table, 0005 added the column
     finally:
         await db.dispose()
     store = await open_store(target)  # the migrated index arbitrates like the created one
@@ -107,5 +110,73 @@ async def test_due_tasks_of_one_user(target):
         await store.schedules.create_task({**_task("b"), "user_id": "bob"})
         assert sorted(t["id"] for t in await store.schedules.due_tasks(100.0)) == ["a", "b"]
         assert [t["id"] for t in await store.schedules.due_tasks(100.0, "bob")] == ["b"]
+    finally:
+        await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_tasks_time_zone_round_trips(target):
+    store = await open_store(target)
+    try:
+        cron = {**_task("paris"), "schedule_type": "cron", "cron": "0 9 * * 1-5", "interval_seconds": None,
+                "timezone": "America/Argentina/ComodRivadavia"}  # the longest IANA name
+        await store.schedules.create_task(cron)
+        assert (await store.schedules.get_task("paris", "alice"))["timezone"] == "America/Argentina/ComodRivadavia"
+        await store.schedules.update_task("paris", timezone="Europe/Paris")
+        [row] = await store.schedules.list_tasks("alice")
+        assert row["timezone"] == "Europe/Paris"
+        assert [t["timezone"] for t in await store.schedules.due_tasks(100.0)] == ["Europe/Paris"]
+        await store.schedules.create_task(_task("every"))  # an interval task given no zone: NULL
+        assert (await store.schedules.get_task("every", None))["timezone"] is None
+    finally:
+        await store.aclose()
+
+
+_COLUMNS_0004 = ("id, user_id, message, schedule_type, cron, interval_seconds, context_mode, thread_id, "
+                 "overlap_policy, status, next_run_at, last_run_at, last_run_id, last_thread_id, last_error, "
+                 "run_count, created_at, updated_at")
+
+
+@pytest.mark.asyncio
+async def test_a_0004_database_is_upgraded_to_time_zones_and_its_tasks_stay_utc(target):
+    db = await open_database(target)
+    try:
+        def make_0004(c: sa.Connection) -> None:  # the schema as 0004_scheduled_tasks left it, with a cron task
+            c.execute(sa.text("ALTER TABLE scheduled_tasks DROP COLUMN timezone"))
+            c.execute(sa.text("UPDATE alembic_version SET version_num = '0004_scheduled_tasks'"))
+            c.execute(sa.text(f"INSERT INTO scheduled_tasks ({_COLUMNS_0004}) VALUES ('old', 'alice', 'm', 'cron', "
+                              "'0 9 * * 1-5', NULL, 'fresh_thread_per_run', NULL, 'skip', 'active', 1774684800.0, "
+                              "NULL, NULL, NULL, NULL, 0, 1.0, 1.0)"))
+
+        await db.write(make_0004)
+        assert await bootstrap_schema(db) == "upgraded"
+        names = await db.read(lambda c: {col["name"] for col in sa.inspect(c).get_columns("scheduled_tasks")})
+        assert "timezone" in names
+        version = await db.read(lambda c: [r[0] for r in c.execute(sa.text("SELECT version_num FROM alembic_version"))])
+        assert version == [HEAD_REVISION] == ["0005_schedule_timezone"]
+        assert await bootstrap_schema(db) == "upgraded"  # again: nothing to do
+
+        def downgrade(c: sa.Connection) -> None:
+            from alembic import command
+
+            command.downgrade(alembic_config(c), "0004_scheduled_tasks")
+
+        await db.write(downgrade)  # drops the column and keeps the row
+        names = await db.read(lambda c: {col["name"] for col in sa.inspect(c).get_columns("scheduled_tasks")})
+        assert "timezone" not in names and "cron" in names
+        assert await db.read(lambda c: c.execute(sa.text("SELECT count(*) FROM scheduled_tasks")).scalar()) == 1
+        assert await bootstrap_schema(db) == "upgraded"  # and up again
+    finally:
+        await db.dispose()
+    store = await open_store(target)
+    try:
+        row = await store.schedules.get_task("old", "alice")
+        assert row is not None and row["timezone"] is None  # an old row is NULL ...
+        assert task_timezone(row) == "UTC" and ScheduledTaskResponse.from_row(row).timezone == "UTC"  # ... UTC
+        # its next tick is computed in UTC as before: Monday 2026-03-30 09:00 UTC, not 07:00 (Paris summer time)
+        assert next_tick(row["schedule_type"], row["cron"], None, row["next_run_at"],
+                         timezone=task_timezone(row)) == 1774861200.0
+        indexes = {i["name"] for i in await store.db.read(lambda c: sa.inspect(c).get_indexes("scheduled_tasks"))}
+        assert {"ix_scheduled_tasks_user_id", "ix_scheduled_tasks_due"} <= indexes  # kept through the round trip
     finally:
         await store.aclose()

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import threading
 import time
+from zoneinfo import ZoneInfo
 
 import pytest
 import yaml
 
 from deerflow_nb.errors import NotFoundError, ThreadBusyError, UsageError
 from deerflow_nb.persistence.schedules import ActiveScheduledRunConflict
+from deerflow_nb.runtime.schedule_schemas import ScheduledTaskResponse, check_timezone, iso, next_tick
 from deerflow_nb.testing import ScriptedChatModel
 
 HOUR = 3600.0
@@ -93,7 +96,16 @@ def test_create_validates_before_storing(env):
         ({"message": "x", "every_seconds": 60, "context_mode": "reuse_thread"}, "thread_id"),
         ({"message": "x", "every_seconds": 60, "thread_id": "t1"}, "thread_id"),
         ({"message": "x", "every_seconds": 60, "overlap_policy": "queue"}, "overlap_policy"),
-        ({"message": "x", "every_seconds": 60, "timezone": "UTC"}, "timezone"),
+        ({"message": "x", "every_seconds": 60, "timezone": "UTC"}, "timezone"),  # cron only
+        ({"message": "x", "every_seconds": 60, "timezone": "Europe/Paris"}, "timezone: only for a cron"),
+        ({"message": "x", "cron": "0 9 * * *", "timezone": "Mars/Olympus"}, "timezone: .*unknown IANA"),
+        ({"message": "x", "cron": "0 9 * * *", "timezone": "europe/paris"}, "timezone: .*unknown IANA"),
+        ({"message": "x", "cron": "0 9 * * *", "timezone": "localtime"}, "timezone: .*unknown IANA"),
+        ({"message": "x", "cron": "0 9 * * *", "timezone": "America"}, "timezone: .*unknown IANA"),  # a folder
+        ({"message": "x", "cron": "0 9 * * *", "timezone": "../../etc/passwd"}, "timezone: .*unknown IANA"),
+        ({"message": "x", "cron": "0 9 * * *", "timezone": ""}, "timezone"),
+        ({"message": "x", "cron": "0 9 * * *", "timezone": "Europe/" + "x" * 60}, "timezone: .*at most 64"),
+        ({"message": "x", "cron": "0 9 * * *", "timezone": 1}, "timezone"),
     ]
     for body, field in bad:
         with pytest.raises(UsageError, match=field):
@@ -307,3 +319,121 @@ def test_a_failed_run_is_the_occurrences_outcome_and_the_tasks_last_error(make_a
     wait_ended(runtime, service, task["id"], count=2)
     task = agent.schedules.get(task["id"])
     assert task["last_error"] is None and task["run_count"] == 2
+
+
+# -- time zones ------------------------------------------------------------------------------
+PARIS = "Europe/Paris"  # CET (UTC+1) / CEST (UTC+2); 2026: forward 03-29 02:00 -> 03:00, back 10-25 03:00 -> 02:00
+
+
+def at(text: str) -> float:
+    return dt.datetime.fromisoformat(text).timestamp()
+
+
+def ticks(cron: str, zone: str | None, after: str, count: int) -> list[str]:
+    """The ``count`` ticks after ``after``, each computed from the previous one (as the scheduler does)."""
+    out, now = [], at(after)
+    for _ in range(count):
+        now = next_tick("cron", cron, None, now, timezone=zone)
+        out.append(iso(now))
+    return out
+
+
+def test_a_weekday_cron_follows_the_zones_wall_clock_across_dst():
+    # 09:00 in Paris is 08:00 UTC in winter, 07:00 UTC in summer (the week of the spring change)
+    assert ticks("0 9 * * 1-5", PARIS, "2026-03-26T12:00:00+00:00", 3) == [
+        "2026-03-27T08:00:00+00:00",  # Friday, CET
+        "2026-03-30T07:00:00+00:00",  # Monday, CEST (the clocks went forward on Sunday)
+        "2026-03-31T07:00:00+00:00"]
+    assert ticks("0 9 * * 1-5", PARIS, "2026-10-22T12:00:00+00:00", 3) == [
+        "2026-10-23T07:00:00+00:00",  # Friday, CEST
+        "2026-10-26T08:00:00+00:00",  # Monday, CET (the clocks went back on Sunday)
+        "2026-10-27T08:00:00+00:00"]
+    paris = ZoneInfo(PARIS)
+    for tick in ticks("0 9 * * 1-5", PARIS, "2026-03-20T00:00:00+00:00", 30):
+        local = dt.datetime.fromisoformat(tick).astimezone(paris)
+        assert (local.hour, local.minute) == (9, 0) and local.weekday() < 5
+    # the same expression without a zone (or in UTC) is UTC, as before time zones existed
+    assert ticks("0 9 * * 1-5", None, "2026-03-26T12:00:00+00:00", 2) == [
+        "2026-03-27T09:00:00+00:00", "2026-03-30T09:00:00+00:00"]
+    assert ticks("0 9 * * 1-5", "UTC", "2026-03-26T12:00:00+00:00", 2) == ticks(
+        "0 9 * * 1-5", None, "2026-03-26T12:00:00+00:00", 2)
+
+
+def test_the_skipped_hour_ticks_once_after_the_gap_and_the_repeated_hour_twice():
+    """croniter's DST behaviour, pinned (docs/operations.md describes it)."""
+    # spring forward: 02:30 does not exist on 2026-03-29; the tick comes at 03:00 CEST (01:00 UTC), once
+    assert ticks("30 2 * * *", PARIS, "2026-03-28T12:00:00+00:00", 3) == [
+        "2026-03-29T01:00:00+00:00", "2026-03-30T00:30:00+00:00", "2026-03-31T00:30:00+00:00"]
+    assert ticks("15,45 2 * * *", PARIS, "2026-03-28T12:00:00+00:00", 2) == [
+        "2026-03-29T01:00:00+00:00", "2026-03-30T00:15:00+00:00"]  # two skipped times, one tick
+    # fall back: 02:30 happens twice on 2026-10-25 (CEST, then CET): two ticks an hour apart
+    assert ticks("30 2 * * *", PARIS, "2026-10-24T12:00:00+00:00", 3) == [
+        "2026-10-25T00:30:00+00:00", "2026-10-25T01:30:00+00:00", "2026-10-26T01:30:00+00:00"]
+    # ticking from inside the repeated hour (fold) moves on, never back
+    assert next_tick("cron", "30 2 * * *", None, at("2026-10-25T01:30:00+00:00"), timezone=PARIS) == at(
+        "2026-10-26T01:30:00+00:00")
+    # an hourly job keeps one tick per real hour through both changes
+    assert ticks("0 * * * *", PARIS, "2026-10-24T23:30:00+00:00", 3) == [
+        "2026-10-25T00:00:00+00:00", "2026-10-25T01:00:00+00:00", "2026-10-25T02:00:00+00:00"]
+    assert ticks("0 * * * *", PARIS, "2026-03-29T00:30:00+00:00", 2) == [
+        "2026-03-29T01:00:00+00:00", "2026-03-29T02:00:00+00:00"]
+
+
+def test_an_interval_ignores_zones_and_zone_names_are_checked():
+    assert next_tick("interval", None, 60.0, 1000.0, anchor=970.0, timezone=PARIS) == 1030.0
+    assert check_timezone("Europe/Paris") == "Europe/Paris" and check_timezone("UTC") == "UTC"
+    assert check_timezone("America/Argentina/ComodRivadavia")  # the longest IANA name there is
+    for bad in ("Mars/Olympus", "localtime", "posixrules", "Europe", "/etc/localtime", "Europe/Paris "):
+        with pytest.raises(ValueError, match="unknown IANA time zone"):
+            check_timezone(bad)
+
+
+def test_a_row_stored_without_a_zone_reads_as_utc():
+    row = {"id": "t", "message": "m", "schedule_type": "cron", "cron": "0 9 * * *", "interval_seconds": None,
+           "context_mode": "fresh_thread_per_run", "thread_id": None, "overlap_policy": "skip", "status": "active",
+           "next_run_at": None, "last_run_at": None, "last_run_id": None, "last_thread_id": None,
+           "last_error": None, "run_count": 0, "created_at": 1.0, "updated_at": 1.0}
+    assert ScheduledTaskResponse.from_row({**row, "timezone": None}).timezone == "UTC"
+    assert ScheduledTaskResponse.from_row(row).timezone == "UTC"  # a row read before the column existed
+    assert ScheduledTaskResponse.from_row({**row, "timezone": PARIS}).timezone == PARIS
+    interval = {**row, "schedule_type": "interval", "cron": None, "interval_seconds": 60.0, "timezone": None}
+    assert ScheduledTaskResponse.from_row(interval).timezone is None
+
+
+def test_a_zoned_task_is_stored_ticks_and_resumes_in_its_zone(env):
+    agent, runtime, service, clock, _ = env
+    clock.now = at("2026-03-27T12:00:00+00:00")  # a Friday, the last weekday before the spring change
+    body = {"message": "standup", "cron": "0 9 * * 1-5", "timezone": PARIS}
+    task = run(runtime, service.create("default", body))
+    assert task["timezone"] == PARIS and task["next_run_at"] == "2026-03-30T07:00:00+00:00"  # Monday, CEST
+    store = run(runtime, runtime.store()).schedules
+    assert run(runtime, store.get_task(task["id"], "default"))["timezone"] == PARIS
+    assert run(runtime, service.get("default", task["id"])) == task
+    assert [t["timezone"] for t in run(runtime, service.list_tasks("default"))["tasks"]] == [PARIS]
+    [occurrence] = run(runtime, service.tick(at("2026-03-30T07:00:05+00:00")))
+    assert occurrence["scheduled_for"] == "2026-03-30T07:00:00+00:00"
+    wait_ended(runtime, service, task["id"])
+    assert run(runtime, service.get("default", task["id"]))["next_run_at"] == "2026-03-31T07:00:00+00:00"
+    run(runtime, service.pause("default", task["id"]))
+    clock.now = at("2026-10-23T12:00:00+00:00")  # a Friday, the last weekday before the autumn change
+    resumed = run(runtime, service.resume("default", task["id"]))
+    assert resumed["next_run_at"] == "2026-10-26T08:00:00+00:00" and resumed["timezone"] == PARIS  # CET
+    utc = run(runtime, service.create("default", {"message": "x", "cron": "0 9 * * 1-5"}))
+    assert utc["timezone"] == "UTC" and utc["next_run_at"] == "2026-10-26T09:00:00+00:00"
+    assert run(runtime, store.get_task(utc["id"], "default"))["timezone"] == "UTC"  # stored explicitly
+    interval = run(runtime, service.create("default", {"message": "x", "every_seconds": 60}))
+    assert interval["timezone"] is None
+
+
+def test_a_task_whose_zone_is_unknown_here_does_not_stop_the_others(env):
+    """A zone stored on a machine whose tz database knew it: the pass skips that task and says why."""
+    agent, runtime, service, clock, _ = env
+    good = run(runtime, service.create("default", {"message": "x", "cron": "0 * * * *"}))
+    odd = run(runtime, service.create("default", {"message": "y", "cron": "0 * * * *", "timezone": PARIS}))
+    store = run(runtime, runtime.store()).schedules
+    run(runtime, store.update_task(odd["id"], timezone="Mars/Olympus"))
+    [occurrence] = run(runtime, service.tick(T0 + HOUR))
+    assert occurrence["task_id"] == good["id"]
+    odd = run(runtime, service.get("default", odd["id"]))
+    assert "Mars/Olympus" in odd["last_error"] and odd["run_count"] == 0
+    wait_ended(runtime, service, good["id"])

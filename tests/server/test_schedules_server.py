@@ -13,6 +13,7 @@ import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
@@ -67,6 +68,15 @@ def test_a_task_survives_a_restart_and_missed_ticks_run_once(tmp_path):
         server.start()
         refused = call(server, "POST", "/scheduled-tasks", {"message": "x", "cron": "not cron"})
         assert refused.status_code == 422 and "cron" in refused.json()["message"]
+        refused = call(server, "POST", "/scheduled-tasks", {"message": "x", "cron": "0 9 * * *",
+                                                            "timezone": "Mars/Olympus"})
+        assert refused.status_code == 422 and "timezone: " in refused.json()["message"]
+        assert call(server, "GET", "/scheduled-tasks").json() == {"tasks": []}  # nothing stored
+        zoned = call(server, "POST", "/scheduled-tasks", {"message": "standup", "cron": "0 9 * * 1-5",
+                                                          "timezone": "Europe/Paris"}).json()
+        local = dt.datetime.fromisoformat(zoned["next_run_at"]).astimezone(ZoneInfo("Europe/Paris"))
+        assert zoned["timezone"] == "Europe/Paris" and (local.hour, local.minute) == (9, 0)
+        assert call(server, "DELETE", f"/scheduled-tasks/{zoned['id']}").json()["success"]
         task = call(server, "POST", "/scheduled-tasks", {"message": "nightly", "every_seconds": HOUR}).json()
         server.stop()
         # five and a half hours of downtime: five ticks missed
