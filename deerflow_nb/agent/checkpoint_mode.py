@@ -86,7 +86,7 @@ def unfreeze_checkpoint_mode() -> None:
 
 
 def register_delta_folds(checkpointer: Any) -> None:
-    """Tell a saver that keeps delta histories (the SQLite one) the delta channels' reducer."""
+    """Tell a saver that keeps delta histories (the SQLite and PostgreSQL ones) the delta channels' reducer."""
     log = getattr(checkpointer, "delta_log", None)
     if log is not None:
         for channel in DELTA_CHANNELS:

@@ -202,9 +202,10 @@ async def open_checkpointer(target: DatabaseTarget, *, worker: DbWorker | None =
         assert target.sqlite_path is not None
         return await open_sqlite_saver(target.sqlite_path, worker or DbWorker())
     try:
-        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
         from psycopg.rows import dict_row
         from psycopg_pool import AsyncConnectionPool
+
+        from deerflow_nb.persistence.postgres_saver import DeltaLoggingPostgresSaver
     except ImportError as exc:  # pragma: no cover - depends on the installed extra
         raise ConfigError("PostgreSQL needs the [postgres] extra: pip install 'deerflow-nb[postgres]'",
                           key="database.url") from exc
@@ -212,6 +213,6 @@ async def open_checkpointer(target: DatabaseTarget, *, worker: DbWorker | None =
         target.libpq_url, min_size=1, max_size=10, open=False,
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
     await pool.open(wait=True, timeout=30)
-    pg_saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
+    pg_saver = DeltaLoggingPostgresSaver(pool)  # type: ignore[arg-type]
     await pg_saver.setup()
     return pg_saver, pool.close
