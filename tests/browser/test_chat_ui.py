@@ -59,10 +59,11 @@ def test_failed_tool_copy_dark_theme_and_reopened_after_the_kernel_shut_down(bro
     answer = chat.locator(".dfw-assistant").last
     expect(answer).to_contain_text(ANSWER)
     # rendered by markdown-it: the table right after a text line, the nested list, the link, highlighted code
-    assert answer.locator("table.dfw-table tbody tr").count() == 2
-    assert answer.locator("ol > li").count() == 3 and answer.locator("ol > li > ul > li").count() == 2
-    assert answer.locator("a[target='_blank']").get_attribute("href") == "https://pandas.pydata.org/docs/"
-    assert answer.locator(".dfw-code .token.keyword").count() >= 1
+    expect(answer.locator("table.dfw-table tbody tr")).to_have_count(2)
+    expect(answer.locator("ol > li")).to_have_count(3)
+    expect(answer.locator("ol > li > ul > li")).to_have_count(2)
+    expect(answer.locator("a[target='_blank']")).to_have_attribute("href", "https://pandas.pydata.org/docs/")
+    expect(answer.locator(".dfw-code .token.keyword").first).to_be_visible()
     chat.screenshot(path=str(ARTIFACTS / "chat_failed_tool_light.png"))
 
     # copy the answer and a code block
@@ -106,5 +107,5 @@ def test_failed_tool_copy_dark_theme_and_reopened_after_the_kernel_shut_down(bro
     assert ANSWER in reopened.inner_text()
     assert "Error displaying widget" not in page.locator(".jp-NotebookPanel").first.inner_text()
     reopened.locator(".dfw-notice").filter(has_text="Not connected to a kernel").wait_for(timeout=30_000)
-    assert reopened.locator(".dfw-send").is_disabled()
+    expect(reopened.locator(".dfw-send")).to_be_disabled()
     reopened.screenshot(path=str(ARTIFACTS / "chat_reopened_without_kernel.png"))

@@ -78,24 +78,24 @@ def test_form_card_is_filled_in_and_the_agent_continues(browser_page, lab):
         page.keyboard.press("Shift+Enter")
     card = page.locator(".dfw-chat .dfw-request").first
     card.locator("form").wait_for(timeout=120_000)
-    assert "How should I prepare the sales summary?" in card.inner_text()
-    assert card.locator(".dfw-required").count() == 3  # region, metric and the must-agree checkbox
+    expect(card).to_contain_text("How should I prepare the sales summary?")
+    expect(card.locator(".dfw-required")).to_have_count(3)  # region, metric and the must-agree checkbox
     # browser-side validation: submitting without the required values shows the errors
     card.get_by_role("button", name="Submit").click()
-    assert "Please fix the highlighted fields." in card.inner_text()
-    assert "must be agreed to" in card.inner_text()
+    expect(card).to_contain_text("Please fix the highlighted fields.")
+    expect(card).to_contain_text("must be agreed to")
     # each invalid field is highlighted with its reason (region has a default, so it is valid)
     invalid = card.locator(".dfw-field-invalid")
     assert sorted(invalid.evaluate_all("rows => rows.map(r => r.dataset.field)")) == ["confirm", "metric"]
-    assert card.locator("[data-field='metric'] .dfw-field-error").inner_text() == "is required"
-    assert card.get_by_role("button", name="Skip").count() == 1
+    expect(card.locator("[data-field='metric'] .dfw-field-error")).to_have_text("is required")
+    expect(card.get_by_role("button", name="Skip")).to_have_count(1)
     card.screenshot(path=str(ARTIFACTS / "form_card_invalid.png"))
     card.locator("select[name='region']").select_option("North")
     card.locator("select[name='metric']").select_option("revenue")
     card.locator("textarea[name='notes']").fill("Round to two decimals.")
     card.locator("input[name='confirm']").check()
-    assert "Please fix" not in card.inner_text()  # the message goes once the fields are valid
-    assert card.locator(".dfw-field-invalid").count() == 0
+    expect(card).not_to_contain_text("Please fix")  # the message goes once the fields are valid
+    expect(card.locator(".dfw-field-invalid")).to_have_count(0)
     card.screenshot(path=str(ARTIFACTS / "form_card_filled.png"))
     card.get_by_role("button", name="Submit").click()
     chat = page.locator(".dfw-chat").first
