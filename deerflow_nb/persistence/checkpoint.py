@@ -43,7 +43,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from deerflow_nb.persistence.dbthread import DbWorker, sqlite_wal
-from deerflow_nb.persistence.delta_log import DeltaLog
+from deerflow_nb.persistence.delta_log import DeltaLog, history_or_read
 
 __all__ = ["ThreadedSqliteSaver", "open_sqlite_saver"]
 
@@ -255,17 +255,8 @@ class ThreadedSqliteSaver(SqliteSaver):
                                          ) -> Mapping[str, Any]:
         """The delta-channel walk: from what this saver wrote when it can, else the database's, in one call."""
         self._raise_failure()
-        configurable = config["configurable"]
-        thread_id, ns = str(configurable["thread_id"]), str(configurable.get("checkpoint_ns", ""))
-        checkpoint_id = configurable.get("checkpoint_id")
-        if checkpoint_id:
-            found = self.delta_log.history(thread_id, ns, checkpoint_id, channels)
-            if found is not None:
-                return found
-        histories = await self.worker.call(self.get_delta_channel_history, config=config, channels=channels)
-        if checkpoint_id:
-            self.delta_log.remember(thread_id, ns, checkpoint_id, histories)
-        return histories
+        return await history_or_read(self.delta_log, config, channels, lambda: self.worker.call(
+            self.get_delta_channel_history, config=config, channels=channels))
 
 
 def _connect(path: Path, worker: DbWorker) -> ThreadedSqliteSaver:

@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.channels import DeltaChannel
 from langgraph.checkpoint.base import WRITES_IDX_MAP, DeltaChannelHistory, PendingWrite, writes_sort_key
 
-__all__ = ["DeltaLog"]
+__all__ = ["DeltaLog", "history_or_read"]
 
 _MISSING: Any = object()
 
@@ -224,3 +224,22 @@ class DeltaLog:
             values = self.serde.loads_typed(node.typed).get("channel_values") or {}
             node.seeds.update({k: v for k, v in values.items() if k in node.channels})
         return node.seeds[channel]
+
+
+async def history_or_read(log: DeltaLog, config: Mapping[str, Any], channels: Sequence[str],
+                          read: Callable[[], Awaitable[Mapping[str, Any]]]) -> Mapping[str, Any]:
+    """A saver's ``aget_delta_channel_history``: from ``log`` when it knows the whole walk, else ``read()``.
+
+    What ``read()`` (the database) answers for a checkpoint is kept on it, for the walks of its descendants.
+    """
+    configurable = config["configurable"]
+    thread_id, ns = str(configurable["thread_id"]), str(configurable.get("checkpoint_ns", ""))
+    checkpoint_id = configurable.get("checkpoint_id")
+    if checkpoint_id:
+        found = log.history(thread_id, ns, checkpoint_id, channels)
+        if found is not None:
+            return found
+    histories = await read()
+    if checkpoint_id:
+        log.remember(thread_id, ns, checkpoint_id, histories)
+    return histories

@@ -21,7 +21,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import WRITES_IDX_MAP, ChannelVersions, Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-from deerflow_nb.persistence.delta_log import DeltaLog
+from deerflow_nb.persistence.delta_log import DeltaLog, history_or_read
 
 __all__ = ["DeltaLoggingPostgresSaver"]
 
@@ -64,14 +64,5 @@ class DeltaLoggingPostgresSaver(AsyncPostgresSaver):
     async def aget_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]
                                          ) -> Mapping[str, Any]:
         """The delta-channel walk from what this saver wrote when it can, else the database's (then kept)."""
-        configurable = config["configurable"]
-        thread_id, ns = str(configurable["thread_id"]), str(configurable.get("checkpoint_ns", ""))
-        checkpoint_id = configurable.get("checkpoint_id")
-        if checkpoint_id:
-            found = self.delta_log.history(thread_id, ns, checkpoint_id, channels)
-            if found is not None:
-                return found
-        histories = await super().aget_delta_channel_history(config=config, channels=channels)
-        if checkpoint_id:
-            self.delta_log.remember(thread_id, ns, checkpoint_id, histories)
-        return histories
+        read = super().aget_delta_channel_history
+        return await history_or_read(self.delta_log, config, channels, lambda: read(config=config, channels=channels))
