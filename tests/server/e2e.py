@@ -17,6 +17,17 @@ import httpx
 REPO = Path(__file__).resolve().parents[2]
 
 
+def until(predicate: Callable[[], object], *, timeout: float = 180, pause: float = 0.2) -> object:
+    """``predicate()``'s first truthy value, polled (a server in another process has no event to wait on)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(pause)
+    raise AssertionError("condition never held")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

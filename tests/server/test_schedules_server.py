@@ -11,7 +11,6 @@ import datetime as dt
 import json
 import sqlite3
 import time
-from collections.abc import Callable
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -22,20 +21,10 @@ import sqlalchemy as sa
 from tests.persistence.backends import database_target
 
 from .conftest import write_config
-from .e2e import JupyterServer
+from .e2e import JupyterServer, until
 
 TOKEN = "tok-alice"
 HOUR = 3600
-
-
-def until(predicate: Callable[[], object], *, timeout: float = 180, pause: float = 0.2) -> object:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(pause)
-    raise AssertionError("condition never held")
 
 
 def _server(root: Path, extra: dict | None = None) -> JupyterServer:

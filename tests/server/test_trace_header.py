@@ -6,25 +6,9 @@ import json
 import re
 
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from tornado.httpclient import HTTPClientError
 
-from deerflow_nb.tracing import use_tracer_provider
-
 from .test_handlers import MSG, call
-
-
-@pytest.fixture
-def spans():
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    use_tracer_provider(provider)
-    yield exporter
-    use_tracer_provider(None)
-    provider.shutdown()
 
 
 async def test_a_valid_trace_id_is_echoed_and_a_missing_one_generated(jp_fetch):

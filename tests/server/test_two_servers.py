@@ -12,8 +12,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -25,23 +24,13 @@ from langgraph_sdk.errors import ConflictError
 from tests.persistence.backends import database_target
 
 from .conftest import write_config
-from .e2e import JupyterServer
+from .e2e import JupyterServer, until
 
 SLOW = "tick " * 600  # one word per 40 ms: a run streams far longer than the journal's 5 s partial pace
 FAST = "Answered by server B."
 MSG = {"messages": [{"role": "user", "content": "go"}]}
 TOKEN = "tok-alice"
 LEASES = {"lease_seconds": 4, "lease_renew_seconds": 0.5, "recover_interval_seconds": 0.5}
-
-
-def until(predicate: Callable[[], object], *, timeout: float = 180, pause: float = 0.2) -> object:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(pause)
-    raise AssertionError("condition never held")
 
 
 @pytest.fixture

@@ -86,3 +86,17 @@ def attrs(span: Any) -> dict[str, Any]:
         out[kv.key] = [v.string_value for v in value.array_value.values] if kind == "array_value" \
             else getattr(value, kind) if kind else None
     return out
+
+
+def delegating_router(messages: list[Any]) -> Any:
+    """A scripted model's replies: the lead delegates "Count apples" once; the subagent answers at once."""
+    from langchain_core.messages import HumanMessage, ToolMessage
+
+    prompt = next(m.text for m in messages if isinstance(m, HumanMessage))
+    if prompt == "Count apples":
+        return "apples: 3"
+    if not any(isinstance(m, ToolMessage) for m in messages):
+        return {"content": "", "tool_calls": [
+            {"name": "task", "args": {"description": "count", "prompt": "Count apples",
+                                      "subagent_type": "general-purpose"}}]}
+    return "There are 3 apples."

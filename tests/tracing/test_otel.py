@@ -5,46 +5,17 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 
 import pytest
 import yaml
-from langchain_core.messages import HumanMessage, ToolMessage
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 from pydantic import ValidationError
 
 import deerflow_nb as df
 from deerflow_nb.config import AppConfig
 from deerflow_nb.testing import ScriptedChatModel
-from deerflow_nb.tracing import otel_tracer, use_tracer_provider
-from tests.tracing.fakes import FakeTracingServer, attrs, otlp_spans
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    use_tracer_provider(provider)
-    yield exporter
-    use_tracer_provider(None)
-    provider.shutdown()
-
-
-def router(messages):
-    """The lead delegates once and writes a file; the subagent answers at once."""
-    prompt = next(m.text for m in messages if isinstance(m, HumanMessage))
-    if prompt == "Count apples":
-        return "apples: 3"
-    if not any(isinstance(m, ToolMessage) for m in messages):
-        return {"content": "", "tool_calls": [
-            {"name": "task", "args": {"description": "count", "prompt": "Count apples",
-                                      "subagent_type": "general-purpose"}},
-        ]}
-    return "There are 3 apples."
+from deerflow_nb.tracing import otel_tracer
+from tests.tracing.fakes import FakeTracingServer, attrs, delegating_router, otlp_spans
 
 
 def by_name(finished, name):
@@ -58,7 +29,7 @@ def test_no_spans_without_a_tracer_provider(make_agent):
 
 
 def test_a_run_has_model_tool_and_subagent_spans_below_it(make_agent, spans):
-    agent = make_agent(model=ScriptedChatModel(responses=[router] * 4), subagents=True, persistence="memory",
+    agent = make_agent(model=ScriptedChatModel(responses=[delegating_router] * 4), subagents=True, persistence="memory",
                        user_id="ada")
     thread = agent.thread()
     run = thread.start("How many apples?")

@@ -8,12 +8,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from langchain_core.messages import HumanMessage, ToolMessage
 
 from deerflow_nb.errors import ConfigError
 from deerflow_nb.testing import ScriptedChatModel
 from deerflow_nb.tracing import bind_trace_id, enabled_providers, flush_tracing, reset_trace_id
-from tests.tracing.fakes import FakeTracingServer, attrs, otlp_spans
+from tests.tracing.fakes import FakeTracingServer, attrs, delegating_router, otlp_spans
 
 
 @pytest.fixture(scope="module")
@@ -23,19 +22,8 @@ def server() -> Iterator[FakeTracingServer]:
     fake.close()
 
 
-def router(messages):
-    prompt = next(m.text for m in messages if isinstance(m, HumanMessage))
-    if prompt == "Count apples":
-        return "apples: 3"
-    if not any(isinstance(m, ToolMessage) for m in messages):
-        return {"content": "", "tool_calls": [
-            {"name": "task", "args": {"description": "count", "prompt": "Count apples",
-                                      "subagent_type": "general-purpose"}}]}
-    return "There are 3 apples."
-
-
 def run_traced(make_agent, trace_id: str) -> tuple[Any, Any]:
-    agent = make_agent(model=ScriptedChatModel(responses=[router] * 4), subagents=True, persistence="memory",
+    agent = make_agent(model=ScriptedChatModel(responses=[delegating_router] * 4), subagents=True, persistence="memory",
                        user_id="ada")
     thread = agent.thread()
     token = bind_trace_id(trace_id)  # as the gateway does for a request's X-Trace-Id
