@@ -9,7 +9,8 @@ on the same thread every time.
 - bare: ``langchain.agents.create_agent`` with the same tools and model and LangGraph's
   ``SqliteSaver`` (its default ``add_messages`` channel: every checkpoint holds the whole list).
 
-The two alternate turn by turn in one process, so both see the same machine. Printed per path:
+Each path runs in a process of its own (so neither's garbage collections walk the other's heap);
+the parent alternates them turn by turn, so both see the same machine. Printed per path:
 the median turn time of turns 1-10 and of the last ten turns, their ratio (the target is <= 2x),
 and how much the database file grows per turn at the start, at the end and over all turns. The
 last ten turns include a whole-list snapshot when one falls in them (delta mode stores one every
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import multiprocessing
 import os
 import sqlite3
 import statistics
@@ -134,6 +136,41 @@ async def _call(func: Any) -> None:
     func()
 
 
+def serve(name: str, turns: int, root: str, mode: str, profile: str | None, conn: Any) -> None:
+    """One path in its own process: run the turns the parent asks for, answer time, size and floor.
+
+    Each path has a process (and a heap) of its own, so neither's garbage collections walk the
+    other's objects (bare's thread is re-read whole every turn), while the parent alternates them
+    turn by turn, so both see the same machine.
+    """
+    base = Path(root)
+    home = base / "home"
+    path: Ours | Bare = Bare(turns, base) if name == "bare" else Ours(turns, home, mode)
+    profiler = cProfile.Profile() if profile and name == "ours" else None
+    try:
+        while (request := conn.recv()) is not None:
+            i, size, profiled = request
+            if profiler is not None and profiled and isinstance(path, Ours):
+                # the run's work is on the client's loop thread: profile there
+                loop = path.agent.runtime.loop
+                loop.run(_call(profiler.enable))
+                elapsed = path.turn(i)
+                loop.run(_call(profiler.disable))
+            else:
+                elapsed = path.turn(i)
+            floor = langchain_passes(path.model.calls) if name == "ours" and i in (0, turns - 1) else None
+            messages = len(path.model.calls[-1]) if path.model.calls else 0
+            # the scripted model logs every call's input; a long thread's log would hold every
+            # turn's history (bare reads fresh copies each turn): keep memory flat
+            path.model.calls.clear()
+            conn.send((elapsed, db_bytes(path.db) if size else None, floor, messages))
+    finally:
+        path.close()
+        if profiler is not None and profile:
+            profiler.dump_stats(profile)
+        conn.send(None)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=1000)
@@ -143,34 +180,38 @@ def main() -> None:
     window = min(10, args.turns // 2)
     root = Path(tempfile.mkdtemp(prefix="deerflow-long-"))
     os.environ.setdefault("DEER_FLOW_HOME", str(root / "home"))
-    home = Path(os.environ["DEER_FLOW_HOME"])
-    home.mkdir(parents=True, exist_ok=True)
-    paths: dict[str, Any] = {"bare": Bare(args.turns, root), "ours": Ours(args.turns, home, args.mode)}
-    times: dict[str, list[float]] = {name: [] for name in paths}
-    sizes: dict[str, dict[int, int]] = {name: {} for name in paths}
-    profiler = cProfile.Profile() if args.profile else None
+    Path(os.environ["DEER_FLOW_HOME"]).mkdir(parents=True, exist_ok=True)
+    context = multiprocessing.get_context("spawn")
+    conns: dict[str, Any] = {}
+    workers = []
+    for name in ("bare", "ours"):
+        parent, child = context.Pipe()
+        worker = context.Process(target=serve, args=(name, args.turns, str(root), args.mode, args.profile, child))
+        worker.start()
+        conns[name] = parent
+        workers.append(worker)
+    times: dict[str, list[float]] = {name: [] for name in conns}
+    sizes: dict[str, dict[int, int]] = {name: {} for name in conns}
+    floor: dict[int, tuple[float, int]] = {}  # ours' LangChain passes at the first and the last turn
     try:
         for i in range(args.turns):
             measure = i < window or i >= args.turns - window - 1
-            for name, path in paths.items():
-                if name == "ours" and profiler is not None and i >= args.turns - window:
-                    # the run's work is on the client's loop thread: profile there
-                    loop = paths["ours"].agent.runtime.loop
-                    loop.run(_call(profiler.enable))
-                    times[name].append(path.turn(i))
-                    loop.run(_call(profiler.disable))
-                else:
-                    times[name].append(path.turn(i))
-                # the scripted model logs every call's input; a long thread's log would hold every
-                # turn's history (bare reads fresh copies each turn): keep memory flat
-                path.model.calls.clear()
-                if measure or i in (0, window):
-                    sizes[name][i] = db_bytes(path.db)
+            for name, conn in conns.items():
+                conn.send((i, measure or i in (0, window), i >= args.turns - window))
+                reply = conn.recv()
+                if reply is None:
+                    raise RuntimeError(f"the {name} worker stopped at turn {i}")
+                elapsed, size, passes, messages = reply
+                times[name].append(elapsed)
+                if size is not None:
+                    sizes[name][i] = size
+                if passes is not None:
+                    floor[i] = (passes, messages)
     finally:
-        for path in paths.values():
-            path.close()
-    if profiler is not None:
-        profiler.dump_stats(args.profile)
+        for conn in conns.values():
+            conn.send(None)
+        for worker in workers:
+            worker.join(timeout=120)
     n = args.turns
     print(f"one thread, {n} turns (write_file call + answer each); medians of turns 1-{window} "
           f"and {n - window + 1}-{n}")
@@ -189,6 +230,33 @@ def main() -> None:
               f"   {grow_first / 1024:8.1f} KiB / {grow_last / 1024:8.1f} KiB / {grow_all / 1024:8.1f} KiB")
     last_ours, last_bare = statistics.median(times["ours"][-window:]), statistics.median(times["bare"][-window:])
     print(f"late turns, ours / bare: {last_ours / last_bare:5.2f}x   (target: ours last/first <= 2x)")
+    print(f"LangChain's own passes over each model call's whole prompt (create_agent's and BaseChatModel's; "
+          f"both paths pay them): {floor[0][0] * 1000:.2f} ms a turn at turn 1, {floor[n - 1][0] * 1000:.2f} ms "
+          f"at turn {n} ({floor[n - 1][1]} messages)")
+
+
+def langchain_passes(calls: list[list[Any]]) -> float:
+    """Seconds a turn spends in the passes LangChain makes over each model call's whole prompt.
+
+    ``create_agent``'s model node patches invalid tool calls over the state's messages, and
+    ``BaseChatModel`` converts the input, formats it for tracing and normalises content blocks
+    before the provider sees it: four O(history) passes per call that no middleware can avoid.
+    Timed here on the turn's real prompts (median of five).
+    """
+    from langchain.agents.factory import _patch_invalid_tool_calls
+    from langchain_core.language_models._utils import _normalize_messages
+    from langchain_core.language_models.chat_models import _format_for_tracing
+    from langchain_core.messages import convert_to_messages
+
+    def once() -> float:
+        start = time.perf_counter()
+        for prompt in calls:
+            _patch_invalid_tool_calls(prompt)
+            _format_for_tracing(convert_to_messages(prompt))
+            _normalize_messages(prompt)
+        return time.perf_counter() - start
+
+    return statistics.median(once() for _ in range(5))
 
 
 if __name__ == "__main__":

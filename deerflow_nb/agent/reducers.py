@@ -6,7 +6,6 @@ mutates its inputs.
 
 from __future__ import annotations
 
-import operator
 import threading
 import uuid
 from collections.abc import Sequence
@@ -206,9 +205,9 @@ def merge_message_writes(state: Sequence[Any] | Any | None, writes: Sequence[Any
 # The id -> position index of the reducer's latest results, by their last message: the next
 # step's state is usually the previous step's result or a shallow copy of it (channels copy their
 # value at each step), so a long history is not re-indexed (nor its types re-checked) on every
-# update. A hit holds exactly the same message objects (compared at C speed); anything else is
-# indexed afresh.
-_INDEXES: dict[int, tuple[tuple[Any, ...], dict[str, int]]] = {}
+# update. A hit holds the same message objects (a list comparison, identity before ``==``, so an
+# equal copy with the same id counts too); anything else is indexed afresh.
+_INDEXES: dict[int, tuple[list[Any], dict[str, int]]] = {}
 _INDEXES_LOCK = threading.Lock()
 _MAX_INDEXES = 64
 
@@ -218,7 +217,7 @@ def _known_index(state: Any) -> dict[str, int] | None:
         return None
     with _INDEXES_LOCK:
         hit = _INDEXES.get(id(state[-1]))
-    if hit is None or len(hit[0]) != len(state) or not all(map(operator.is_, hit[0], state)):
+    if hit is None or hit[0][-1] is not state[-1] or hit[0] != state:  # identity first: ~1 ns a message
         return None
     return dict(hit[1])
 
@@ -229,4 +228,4 @@ def _remember_index(merged: list[Any], index: dict[str, int]) -> None:
     with _INDEXES_LOCK:
         while len(_INDEXES) >= _MAX_INDEXES:
             del _INDEXES[next(iter(_INDEXES))]
-        _INDEXES[id(merged[-1])] = (tuple(merged), index)
+        _INDEXES[id(merged[-1])] = (list(merged), index)

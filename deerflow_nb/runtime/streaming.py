@@ -62,6 +62,7 @@ class StreamConverter:
     def __init__(self, forms: MessageCache | None = None) -> None:
         self.known_ids: set[str] | None = None  # messages that existed before the run
         self._snapshot: list[BaseMessage] = []  # the messages of the last values snapshot
+        self._before: tuple[list[BaseMessage], list[BaseMessage]] = ([], [])  # the first snapshot, its id-less
         self.streamed: dict[str, str] = {}  # AI message id -> text delivered so far
         self.tool_calls_sent: set[str] = set()
         self.tool_results_sent: set[str] = set()
@@ -119,6 +120,7 @@ class StreamConverter:
         if self.known_ids is None:  # the first snapshot: what the thread held before the run
             self.known_ids = set(map(attrgetter("id"), messages)) - {None, ""}  # C-speed passes
             changed = list(filterfalse(attrgetter("id"), messages))  # only an id-less one can be new
+            self._before = (messages, changed)
         else:  # only messages that are new since the last snapshot (or replaced in it) can bring new events
             changed = [messages[i] for i in changed_positions(self._snapshot, messages)]
         self._snapshot = messages
@@ -172,8 +174,14 @@ class StreamConverter:
     def run_messages(self) -> list[BaseMessage]:
         """Messages added by this run."""
         messages = list(self.final_state.get("messages", []))
+        before, before_new = self._before
+        start = len(before)
+        if start and len(messages) >= start and messages[:start] == before:  # the usual case: run's messages appended
+            messages, head = messages[start:], before_new
+        else:
+            head = []
         old = map((self.known_ids or set()).__contains__, map(attrgetter("id"), messages))
-        return list(compress(messages, map(operator.not_, old)))  # C speed: a long thread's list is long
+        return head + list(compress(messages, map(operator.not_, old)))  # C speed: a long thread's list is long
 
     def usage(self) -> dict[str, int]:
         """Token usage of this run's AI messages, once per message id."""

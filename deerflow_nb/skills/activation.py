@@ -123,11 +123,10 @@ def _text(content: Any) -> str:
 
 
 def _run_message(messages: list[AnyMessage], run_id: str | None) -> HumanMessage | None:
-    humans = [m for m in messages if isinstance(m, HumanMessage)]
-    for message in reversed(humans):
-        if run_id is not None and message.additional_kwargs.get("run_id") == run_id:
+    for message in reversed(messages):  # the run's message is near the end of a long thread
+        if isinstance(message, HumanMessage) and (run_id is None or message.additional_kwargs.get("run_id") == run_id):
             return message
-    return humans[-1] if humans and run_id is None else None
+    return None
 
 
 def _tool_name(tool: Any) -> str:

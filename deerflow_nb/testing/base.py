@@ -27,6 +27,8 @@ from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, PrivateAttr
 
+from deerflow_nb.utils.memo import PrefixMap
+
 __all__ = ["DeterministicChatModel", "count_words", "echo_text", "split_words", "stream_chunks"]
 
 __test__ = False
@@ -96,19 +98,10 @@ class _CallState:
         self.cursor = 0
         self.calls: list[list[BaseMessage]] = []
         self.tool_call_counter = 0
-        # word counts by message object: a long thread's prompt is the same objects call after call
-        self._words: dict[int, tuple[BaseMessage, int]] = {}
-
-    def words(self, message: BaseMessage) -> int:
-        """``_message_words(message)``, counted once per message object."""
-        hit = self._words.get(id(message))
-        if hit is not None and hit[0] is message:
-            return hit[1]
-        count = _message_words(message)
-        if len(self._words) >= 50_000:
-            self._words.clear()
-        self._words[id(message)] = (message, count)
-        return count
+        # word counts by message object: a long thread's prompt is the same objects call after call, so a
+        # call counts only its new messages (one map for the prompts, one for the tokenizer's lists)
+        self.prompt_words: PrefixMap[BaseMessage, int] = PrefixMap(_message_words)
+        self.counted_words: PrefixMap[BaseMessage, int] = PrefixMap(_message_words)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> _CallState:
         # Copies of a model keep following the same script (and locks cannot be copied).
@@ -162,7 +155,7 @@ class DeterministicChatModel(BaseChatModel):
 
     def get_num_tokens_from_messages(self, messages: list[BaseMessage], tools: Sequence[Any] | None = None) -> int:
         """The model's "tokenizer": words, as in its ``usage_metadata`` (counted once per message object)."""
-        return sum(map(self._state.words, messages))
+        return sum(self._state.counted_words(messages))
 
     # -- shared machinery -----------------------------------------------------------------------
 
@@ -184,7 +177,7 @@ class DeterministicChatModel(BaseChatModel):
                 call = {**call, "id": f"call_{self._state.tool_call_counter}"}
             calls.append(call)
         output_tokens = _message_words(message.model_copy(update={"tool_calls": calls}))
-        input_tokens = sum(map(self._state.words, messages))
+        input_tokens = sum(self._state.prompt_words(messages))
         usage = message.usage_metadata or {
             "input_tokens": input_tokens,
             "output_tokens": output_tokens,

@@ -52,10 +52,18 @@ def changed_positions(last: Sequence[Any], items: Sequence[Any], max_replaced: i
     speed, so a list that is ``last`` plus a few new items (the next step of a thread) costs what
     the new items cost; a few objects replaced in place cost one position each. After
     ``max_replaced`` differences every later position is yielded (an insertion shifts them all).
+
+    Each stretch is first checked with one list comparison (about a nanosecond an item: it tests
+    identity before ``==``), so the common cases, ``last``'s objects and then new ones, or one
+    context message put first and then ``last``'s objects, cost no per-item Python call; there an
+    object equal to ``last``'s counts as the same, which for the pure functions of messages this
+    serves gives the same result.
     """
     shared = min(len(last), len(items))
     pos, replaced = 0, 0
     while pos < shared:
+        if last[pos] is items[pos] and last[shared - 1] is items[shared - 1] and _same(last, items, pos, shared):
+            break
         # map() stops at the shorter list; islice skips without copying
         pairs = map(operator.is_not, islice(last, pos, None), islice(items, pos, None)) if pos else \
             map(operator.is_not, last, items)
@@ -69,6 +77,13 @@ def changed_positions(last: Sequence[Any], items: Sequence[Any], max_replaced: i
         yield diff
         pos = diff + 1
     yield from range(shared, len(items))
+
+
+def _same(last: Sequence[Any], items: Sequence[Any], start: int, stop: int) -> bool:
+    """Whether ``last[start:stop] == items[start:stop]``, without copying a whole list."""
+    def part(seq: Sequence[Any]) -> Sequence[Any]:
+        return seq if start == 0 and stop == len(seq) else seq[start:stop]
+    return bool(part(last) == part(items))
 
 
 class PrefixMap(Generic[K, V]):

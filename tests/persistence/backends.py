@@ -63,4 +63,23 @@ def database_target(backend: str, tmp_path: Path) -> Iterator[DatabaseTarget]:
         yield resolve_database("postgres", sa.make_url(url).set(database=name).render_as_string(
             hide_password=False), None, tmp_path)
     finally:
-        asyncio.run(_admin(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        asyncio.run(_drop_database(url, name))
+
+
+async def _drop_database(url: str, name: str, attempts: int = 60) -> None:
+    """``DROP DATABASE ... WITH (FORCE)``, retried while an autovacuum worker is on it.
+
+    FORCE terminates other sessions, but refuses (InsufficientPrivilegeError) to end a process
+    of a role we are not a member of, and an autovacuum worker that happens to be vacuuming
+    the fresh database is one; it finishes within moments.
+    """
+    import asyncpg
+
+    for attempt in range(attempts):
+        try:
+            await _admin(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            return
+        except (asyncpg.exceptions.InsufficientPrivilegeError, asyncpg.exceptions.ObjectInUseError):
+            if attempt == attempts - 1:
+                raise
+            await asyncio.sleep(0.5)

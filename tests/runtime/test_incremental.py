@@ -142,3 +142,30 @@ def test_changed_positions_names_new_and_replaced_objects():
         named = list(changed_positions(last, now, max_replaced=rng.randint(0, 4)))
         assert named == sorted(set(named))
         assert {i for i in range(len(now)) if i >= len(last) or now[i] is not last[i]} <= set(named)
+
+
+def test_run_messages_and_usage_equal_the_full_filter_whatever_the_snapshots():
+    from deerflow_nb.runtime.streaming import StreamConverter
+
+    def ai(i: int, tokens: int) -> AIMessage:
+        return AIMessage(f"a{i}", id=f"a{i}", usage_metadata={"input_tokens": tokens, "output_tokens": 1,
+                                                               "total_tokens": tokens + 1})
+
+    rng = random.Random(5)
+    for _ in range(100):
+        before = [ai(i, 100) if i % 2 else HumanMessage(f"h{i}", id=f"h{i}") for i in range(rng.randint(0, 12))]
+        if rng.random() < 0.3:
+            before.append(HumanMessage("input without an id"))
+        converter = StreamConverter()
+        list(converter.feed("values", {"messages": before}))
+        now = list(before)
+        for step in range(rng.randint(1, 4)):
+            now = [*now, ai(100 + step, step + 1)]
+            if now and rng.random() < 0.3:  # a middleware rewrote the history (summarised, replaced one)
+                now = [HumanMessage("summary", id=f"s{step}"), *now[rng.randint(0, len(now) - 1):]]
+            list(converter.feed("values", {"messages": now}))
+        known = {m.id for m in before if m.id}
+        expected = [m for m in now if m.id not in known]
+        assert converter.run_messages() == expected
+        assert converter.usage()["input_tokens"] == sum(m.usage_metadata["input_tokens"] for m in expected
+                                                        if isinstance(m, AIMessage))
