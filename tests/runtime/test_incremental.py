@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 import random
 
 from langchain.agents.middleware import ModelRequest
@@ -169,3 +170,26 @@ def test_run_messages_and_usage_equal_the_full_filter_whatever_the_snapshots():
         assert converter.run_messages() == expected
         assert converter.usage()["input_tokens"] == sum(m.usage_metadata["input_tokens"] for m in expected
                                                         if isinstance(m, AIMessage))
+
+
+def test_the_write_gates_memoised_read_marks_equal_the_full_scan():
+    from deerflow_nb.agent.middlewares.read_before_write import _newest, _read_mark, latest_read_mark
+
+    def read(i: int, path: str) -> ToolMessage:
+        return ToolMessage("text", tool_call_id=f"r{i}", id=f"r{i}",
+                           additional_kwargs={"deerflow_read_mark": {"path": path, "sha256": f"sha{i}"}})
+
+    rng = random.Random(9)
+    marks = PrefixMap(_read_mark)
+    history: list = []
+    for step in range(150):
+        history = [*history, rng.choice([read(step, rng.choice(["/a.txt", "/b/../a.txt", "/c.txt"])),
+                                        HumanMessage(f"h{step}", id=f"h{step}"),
+                                        ToolMessage("no mark", tool_call_id=f"t{step}", id=f"t{step}")])]
+        if rng.random() < 0.1:  # a summarised history: the old reads are gone
+            history = history[rng.randint(0, len(history)):]
+        for path in ("/a.txt", "/c.txt", "/missing.txt"):
+            expected = next((m.additional_kwargs["deerflow_read_mark"]["sha256"] for m in reversed(history)
+                             if "deerflow_read_mark" in m.additional_kwargs
+                             and posixpath.normpath(m.additional_kwargs["deerflow_read_mark"]["path"]) == path), None)
+            assert _newest(marks(history), path) == expected == latest_read_mark(history, path)

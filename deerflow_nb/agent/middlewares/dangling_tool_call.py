@@ -99,7 +99,7 @@ class _AnsweredFold:
     def __call__(self, ids: Sequence[CallIds]) -> bool:
         with self._lock:
             n = len(self._seen)
-            if n > len(ids) or not all(map(operator.is_, self._seen, ids[:n])):
+            if n > len(ids) or self._seen != list(ids[:n]):  # identity before ==: ~1 ns an entry
                 n = 0
                 self._asked, self._answered = set(), set()
             new = ids[n:]
@@ -123,7 +123,7 @@ class DanglingToolCallMiddleware(ModelCallMiddleware):
         """Patch dangling calls in the request messages."""
         messages = list(request.messages)
         cleaned = self._cleaned(messages)
-        if all(map(operator.is_, cleaned, messages)) and self._answered(self._ids(messages)):
+        if cleaned == messages and self._answered(self._ids(messages)):  # list ==: identity first, C speed
             return request  # the common case, without a Python-level pass per message
         patched = patch_dangling(cleaned)
         if len(patched) == len(messages) and all(map(operator.is_, patched, messages)):

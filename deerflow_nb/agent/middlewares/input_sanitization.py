@@ -6,7 +6,6 @@ DeerFlow wraps trusted context (date, memory, uploads, skills) in tags such as
 
 from __future__ import annotations
 
-import operator
 import re
 
 from langchain.agents.middleware import ModelRequest
@@ -63,5 +62,5 @@ class InputSanitizationMiddleware(ModelCallMiddleware):
     def prepare(self, request: ModelRequest) -> ModelRequest:
         """Sanitize user-authored human messages in the request (state is untouched)."""
         messages = self._sanitized(request.messages)
-        changed = any(map(operator.is_not, messages, request.messages))
+        changed = messages != request.messages  # list !=: identity first, C speed
         return request.override(messages=messages) if changed else request  # type: ignore[arg-type]

@@ -18,6 +18,7 @@ from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import ToolMessage
 
 from deerflow_nb.agent.middlewares._base import context_of, tool_error
+from deerflow_nb.utils.memo import PrefixMap
 
 __all__ = ["GATED_TOOLS", "ReadBeforeWriteMiddleware", "latest_read_mark"]
 
@@ -28,15 +29,26 @@ def _norm(path: str) -> str:
     return posixpath.normpath(path) if path else path
 
 
+def _read_mark(message: Any) -> tuple[str, str | None] | None:
+    """``(normalised path, sha256)`` of a ``read_file`` result's mark, else ``None``."""
+    if isinstance(message, ToolMessage):
+        mark = message.additional_kwargs.get("deerflow_read_mark")
+        if isinstance(mark, dict):
+            return _norm(str(mark.get("path", ""))), mark.get("sha256")
+    return None
+
+
+def _newest(marks: list[tuple[str, str | None] | None], path: str) -> str | None:
+    target = _norm(path)
+    for mark_path, sha in filter(None, reversed(marks)):  # unmarked messages skipped at C speed
+        if mark_path == target:
+            return sha
+    return None
+
+
 def latest_read_mark(messages: list[Any], path: str) -> str | None:
     """The sha256 of the newest read of ``path`` in ``messages``, if any."""
-    target = _norm(path)
-    for message in reversed(messages):
-        if isinstance(message, ToolMessage):
-            mark = message.additional_kwargs.get("deerflow_read_mark")
-            if isinstance(mark, dict) and _norm(str(mark.get("path", ""))) == target:
-                return mark.get("sha256")
-    return None
+    return _newest(list(map(_read_mark, messages)), path)
 
 
 class ReadBeforeWriteMiddleware(AgentMiddleware):
@@ -47,6 +59,9 @@ class ReadBeforeWriteMiddleware(AgentMiddleware):
         self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._alocks: dict[tuple[str, str], asyncio.Lock] = {}
         self._guard = threading.Lock()
+        # each message's read mark, looked at once per message object (a long thread's history
+        # comes back as the same objects on every write)
+        self._marks: PrefixMap[Any, tuple[str, str | None] | None] = PrefixMap(_read_mark)
 
     def _key(self, request: Any) -> tuple[str, str]:
         return (context_of(request).thread_id or "", _norm(str(request.tool_call.get("args", {}).get("path", ""))))
@@ -66,7 +81,7 @@ class ReadBeforeWriteMiddleware(AgentMiddleware):
             if call["name"] == "str_replace":
                 return None  # the tool itself reports the missing file
             return None  # creating a new file needs no read
-        mark = latest_read_mark(list(request.state.get("messages", [])), path)
+        mark = _newest(self._marks(list(request.state.get("messages", []))), path)
         if mark == current:
             return None
         why = "has not been read" if mark is None else "changed since it was last read"
