@@ -9,15 +9,18 @@ on the same thread every time.
 - bare: ``langchain.agents.create_agent`` with the same tools and model and LangGraph's
   ``SqliteSaver`` (its default ``add_messages`` channel: every checkpoint holds the whole list).
 
-Each path runs in a process of its own (so neither's garbage collections walk the other's heap);
-the parent alternates them turn by turn, so both see the same machine. Printed per path:
+Each path runs in a process of its own (so neither's garbage collections walk the other's heap),
+and by default alone: ours' turns, then bare's. A path's ratio compares its own early and late
+turns, minutes apart either way; alternating the paths turn by turn (``--interleave``) made ours'
+late turns pay for the cache traffic of bare's (it reads and writes megabytes a turn by then), a
+cost that grows with the thread and is not ours. Printed per path:
 the median turn time of turns 1-10 and of the last ten turns, their ratio (the target is <= 2x),
 and how much the database file grows per turn at the start, at the end and over all turns. The
 last ten turns include a whole-list snapshot when one falls in them (delta mode stores one every
 ``checkpoint_delta_snapshot_frequency`` updates, default 1000); the average over all turns is what a
 turn costs in the long run.
 
-Run: ``python benchmarks/long_thread.py [--turns 1000] [--mode delta|full] [--profile out.prof]``.
+Run: ``python benchmarks/long_thread.py [--turns 1000] [--mode delta|full] [--interleave] [--profile out.prof]``.
 ``--profile`` writes a cProfile of ours' last ten turns.
 """
 
@@ -27,6 +30,7 @@ import argparse
 import cProfile
 import multiprocessing
 import os
+import shutil
 import sqlite3
 import statistics
 import tempfile
@@ -147,6 +151,7 @@ def serve(name: str, turns: int, root: str, mode: str, profile: str | None, conn
     home = base / "home"
     path: Ours | Bare = Bare(turns, base) if name == "bare" else Ours(turns, home, mode)
     profiler = cProfile.Profile() if profile and name == "ours" else None
+    conn.send("ready")  # set up: the parent starts the turns once both paths are
     try:
         while (request := conn.recv()) is not None:
             i, size, profiled = request
@@ -176,6 +181,8 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=1000)
     parser.add_argument("--mode", choices=["delta", "full"], default="delta", help="ours' checkpoint_channel_mode")
     parser.add_argument("--profile", help="write a cProfile of ours' last ten turns here")
+    parser.add_argument("--interleave", action="store_true",
+                        help="alternate the two paths turn by turn instead of running each alone")
     args = parser.parse_args()
     window = min(10, args.turns // 2)
     root = Path(tempfile.mkdtemp(prefix="deerflow-long-"))
@@ -190,31 +197,40 @@ def main() -> None:
         worker.start()
         conns[name] = parent
         workers.append(worker)
+    for name, conn in conns.items():  # neither path's set-up may overlap the other's first turns
+        if conn.recv() != "ready":
+            raise RuntimeError(f"the {name} worker did not start")
     times: dict[str, list[float]] = {name: [] for name in conns}
     sizes: dict[str, dict[int, int]] = {name: {} for name in conns}
     floor: dict[int, tuple[float, int]] = {}  # ours' LangChain passes at the first and the last turn
     try:
-        for i in range(args.turns):
+        # alone: ours' turns, then bare's (each path's ratio is within its own run, and neither's
+        # turns pay for the other's cache traffic); --interleave: turn by turn, alternating
+        order = [(i, name) for i in range(args.turns) for name in conns] if args.interleave else \
+            [(i, name) for name in ("ours", "bare") for i in range(args.turns)]
+        for i, name in order:
+            conn = conns[name]
             measure = i < window or i >= args.turns - window - 1
-            for name, conn in conns.items():
-                conn.send((i, measure or i in (0, window), i >= args.turns - window))
-                reply = conn.recv()
-                if reply is None:
-                    raise RuntimeError(f"the {name} worker stopped at turn {i}")
-                elapsed, size, passes, messages = reply
-                times[name].append(elapsed)
-                if size is not None:
-                    sizes[name][i] = size
-                if passes is not None:
-                    floor[i] = (passes, messages)
+            conn.send((i, measure or i in (0, window), i >= args.turns - window))
+            reply = conn.recv()
+            if reply is None:
+                raise RuntimeError(f"the {name} worker stopped at turn {i}")
+            elapsed, size, passes, messages = reply
+            times[name].append(elapsed)
+            if size is not None:
+                sizes[name][i] = size
+            if passes is not None:
+                floor[i] = (passes, messages)
     finally:
         for conn in conns.values():
             conn.send(None)
         for worker in workers:
             worker.join(timeout=120)
+        # bare's database is gigabytes by turn 1,000 (every checkpoint holds the whole list)
+        shutil.rmtree(root, ignore_errors=True)
     n = args.turns
     print(f"one thread, {n} turns (write_file call + answer each); medians of turns 1-{window} "
-          f"and {n - window + 1}-{n}")
+          f"and {n - window + 1}-{n}; {'paths interleaved turn by turn' if args.interleave else 'each path alone'}")
     print(f"{'':34} {'first':>9} {'last':>9} {'last/first':>10}   DB growth per turn, first / last / all turns")
     labels = {"bare": "bare create_agent + SqliteSaver", "ours": f"deerflow-nb ({args.mode} checkpoints)"}
     ratios = {}

@@ -5,11 +5,13 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from itertools import chain, filterfalse
+from operator import attrgetter
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from deerflow_nb.utils.memo import PrefixMap
+from deerflow_nb.utils.memo import PrefixMap, changed_positions
 
 __all__ = ["MessageCache", "message_text", "serialize_message", "serialize_state", "thread_message_cache"]
 
@@ -91,6 +93,30 @@ class MessageCache:
     def __init__(self, max_size: int = 50_000) -> None:
         self.max_size = max_size
         self._map: PrefixMap[BaseMessage, dict[str, Any]] = PrefixMap(serialize_message, max_size)
+        # the last run's first snapshot: its messages, their ids, the id-less ones among them
+        self._known: tuple[list[BaseMessage], frozenset[str], list[BaseMessage]] = ([], frozenset(), [])
+        self._lock = threading.Lock()
+
+    def known_ids(self, messages: Sequence[BaseMessage]) -> tuple[frozenset[str], list[BaseMessage]]:
+        """The ids of ``messages`` and the id-less ones among them (a run's first snapshot: what it starts from).
+
+        When ``messages`` is the previous call's list plus messages appended (the thread's next
+        run), only the appended ones are looked at.
+        """
+        with self._lock:
+            last, ids, idless = self._known
+        positions = list(changed_positions(last, messages))
+        if last and len(messages) >= len(last) and (not positions or positions[0] >= len(last)):
+            fresh = [messages[i] for i in positions]
+            waiting = [m for m in idless if not m.id]  # the reducer gives an id-less message one in place
+            ids = ids.union([m.id for m in chain(idless, fresh) if m.id])
+            idless = waiting + [m for m in fresh if not m.id]
+        else:
+            ids = frozenset(map(attrgetter("id"), messages)) - {None, ""}  # C-speed passes
+            idless = list(filterfalse(attrgetter("id"), messages))
+        with self._lock:
+            self._known = (list(messages), ids, idless)
+        return ids, list(idless)
 
     def get(self, message: BaseMessage) -> dict[str, Any]:
         """``serialize_message(message)``, computed once per message object."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterator
-from itertools import compress, filterfalse
+from itertools import compress
 from operator import attrgetter
 from typing import Any
 
@@ -60,7 +60,7 @@ class StreamConverter:
     """Stateful converter for one run."""
 
     def __init__(self, forms: MessageCache | None = None) -> None:
-        self.known_ids: set[str] | None = None  # messages that existed before the run
+        self.known_ids: frozenset[str] | None = None  # messages that existed before the run
         self._snapshot: list[BaseMessage] = []  # the messages of the last values snapshot
         self._before: tuple[list[BaseMessage], list[BaseMessage]] = ([], [])  # the first snapshot, its id-less
         self.streamed: dict[str, str] = {}  # AI message id -> text delivered so far
@@ -118,8 +118,8 @@ class StreamConverter:
     def _on_values(self, state: dict[str, Any]) -> Iterator[StreamEvent]:
         messages: list[BaseMessage] = list(state.get("messages", []))
         if self.known_ids is None:  # the first snapshot: what the thread held before the run
-            self.known_ids = set(map(attrgetter("id"), messages)) - {None, ""}  # C-speed passes
-            changed = list(filterfalse(attrgetter("id"), messages))  # only an id-less one can be new
+            # only an id-less one can be new; the thread's cache looks only at what its last run added
+            self.known_ids, changed = self._forms.known_ids(messages)
             self._before = (messages, changed)
         else:  # only messages that are new since the last snapshot (or replaced in it) can bring new events
             changed = [messages[i] for i in changed_positions(self._snapshot, messages)]

@@ -193,3 +193,23 @@ def test_the_write_gates_memoised_read_marks_equal_the_full_scan():
                              if "deerflow_read_mark" in m.additional_kwargs
                              and posixpath.normpath(m.additional_kwargs["deerflow_read_mark"]["path"]) == path), None)
             assert _newest(marks(history), path) == expected == latest_read_mark(history, path)
+
+
+def test_a_threads_known_ids_follow_its_runs_as_the_full_computation_does():
+    cache = MessageCache()
+    rng = random.Random(11)
+    history: list = []
+    for run in range(120):
+        new = [HumanMessage(f"h{run}", id=f"h{run}")]
+        if rng.random() < 0.2:
+            new.append(HumanMessage("no id yet"))
+        history = [*history, *new]
+        if rng.random() < 0.15:  # summarised, or one message replaced by a copy with another id
+            history = history[rng.randint(0, len(history)):] if rng.random() < 0.5 else \
+                [*history[:-1], AIMessage("swapped", id=f"s{run}")]
+        for message in history:  # the reducer names an id-less message in place, sometimes before the next run
+            if message.id is None and rng.random() < 0.5:
+                message.id = f"late{run}-{rng.random()}"
+        ids, idless = cache.known_ids(history)
+        assert ids == {m.id for m in history if m.id}
+        assert idless == [m for m in history if not m.id]
