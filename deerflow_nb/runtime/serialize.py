@@ -101,13 +101,17 @@ class MessageCache:
         """The ids of ``messages`` and the id-less ones among them (a run's first snapshot: what it starts from).
 
         When ``messages`` is the previous call's list plus messages appended (the thread's next
-        run), only the appended ones are looked at.
+        run), only the appended ones are looked at (and the few replaced by a copy with the same id).
         """
         with self._lock:
             last, ids, idless = self._known
         positions = list(changed_positions(last, messages))
-        if last and len(messages) >= len(last) and (not positions or positions[0] >= len(last)):
-            fresh = [messages[i] for i in positions]
+        # the fast way when messages were only appended, or replaced by copies with the same id
+        # (the last run's input comes back from the checkpoint as another object)
+        replaced = [i for i in positions if i < len(last)]
+        if last and len(messages) >= len(last) and len(replaced) <= 8 and all(
+                messages[i].id and messages[i].id == last[i].id for i in replaced):
+            fresh = [messages[i] for i in positions if i >= len(last)]
             waiting = [m for m in idless if not m.id]  # the reducer gives an id-less message one in place
             ids = ids.union([m.id for m in chain(idless, fresh) if m.id])
             idless = waiting + [m for m in fresh if not m.id]

@@ -207,6 +207,9 @@ def test_a_threads_known_ids_follow_its_runs_as_the_full_computation_does():
         if rng.random() < 0.15:  # summarised, or one message replaced by a copy with another id
             history = history[rng.randint(0, len(history)):] if rng.random() < 0.5 else \
                 [*history[:-1], AIMessage("swapped", id=f"s{run}")]
+        if history and rng.random() < 0.3:  # a message comes back from the checkpoint as another object
+            at = rng.randrange(len(history))
+            history = [*history[:at], history[at].model_copy(), *history[at + 1:]]
         for message in history:  # the reducer names an id-less message in place, sometimes before the next run
             if message.id is None and rng.random() < 0.5:
                 message.id = f"late{run}-{rng.random()}"
