@@ -7,10 +7,8 @@ message (sanitising user text, cleaning tool calls) only needs to look at the ne
 
 from __future__ import annotations
 
-import operator
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from itertools import compress, count, islice
 from typing import Any, Generic, TypeVar
 
 __all__ = ["IdentityMemo", "PrefixMap", "changed_positions"]
@@ -46,28 +44,22 @@ class IdentityMemo(Generic[K, V]):
 
 
 def changed_positions(last: Sequence[Any], items: Sequence[Any], max_replaced: int = 8) -> Iterator[int]:
-    """The positions of ``items`` that do not hold the very object ``last`` holds there, in order.
+    """The positions of ``items`` that do not hold what ``last`` holds there, in order.
 
-    Positions past the end of ``last`` are all yielded. The scan for differing objects runs at C
-    speed, so a list that is ``last`` plus a few new items (the next step of a thread) costs what
-    the new items cost; a few objects replaced in place cost one position each. After
-    ``max_replaced`` differences every later position is yielded (an insertion shifts them all).
+    Positions past the end of ``last`` are all yielded. After ``max_replaced`` differences
+    every later position is yielded (an insertion shifts them all).
 
-    Each stretch is first checked with one list comparison (about a nanosecond an item: it tests
-    identity before ``==``), so the common cases, ``last``'s objects and then new ones, or one
-    context message put first and then ``last``'s objects, cost no per-item Python call; there an
-    object equal to ``last``'s counts as the same, which for the pure functions of messages this
-    serves gives the same result.
+    Differences are found by comparing list stretches (:func:`_first_difference`), which runs
+    at C speed and tests identity before ``==``: a list that is ``last`` plus a few new items
+    (the next step of a thread) costs about a nanosecond an item and what the new items cost,
+    and a few objects replaced in place cost a few halvings each. An object equal to the one
+    ``last`` holds counts as the same, which for the pure functions of messages this serves
+    gives the same result.
     """
     shared = min(len(last), len(items))
     pos, replaced = 0, 0
     while pos < shared:
-        if last[pos] is items[pos] and last[shared - 1] is items[shared - 1] and _same(last, items, pos, shared):
-            break
-        # map() stops at the shorter list; islice skips without copying
-        pairs = map(operator.is_not, islice(last, pos, None), islice(items, pos, None)) if pos else \
-            map(operator.is_not, last, items)
-        diff = next(compress(count(pos), pairs), shared)
+        diff = _first_difference(last, items, pos, shared)
         if diff == shared:
             break
         replaced += 1
@@ -79,11 +71,29 @@ def changed_positions(last: Sequence[Any], items: Sequence[Any], max_replaced: i
     yield from range(shared, len(items))
 
 
-def _same(last: Sequence[Any], items: Sequence[Any], start: int, stop: int) -> bool:
-    """Whether ``last[start:stop] == items[start:stop]``, without copying a whole list."""
-    def part(seq: Sequence[Any]) -> Sequence[Any]:
-        return seq if start == 0 and stop == len(seq) else seq[start:stop]
-    return bool(part(last) == part(items))
+def _first_difference(last: Sequence[Any], items: Sequence[Any], start: int, stop: int) -> int:
+    """The first position in ``[start, stop)`` where the two differ (neither identical nor equal), else ``stop``."""
+    def part(seq: Sequence[Any], lo: int, hi: int) -> Sequence[Any]:
+        return seq if lo == 0 and hi == len(seq) else seq[lo:hi]
+
+    def same(lo: int, hi: int) -> bool:
+        return bool(part(last, lo, hi) == part(items, lo, hi))
+
+    if not (last[start] is items[start] or last[start] == items[start]):
+        return start  # a context message put first, a replaced head: no halving needed
+    if last[stop - 1] is items[stop - 1] and same(start, stop):
+        return stop
+    lo, hi = start, stop  # a difference lies in [lo, hi): halve the stretch around it
+    while hi - lo > 16:
+        mid = (lo + hi) // 2
+        if same(lo, mid):
+            lo = mid
+        else:
+            hi = mid
+    for i in range(lo, hi):
+        if not (last[i] is items[i] or last[i] == items[i]):
+            return i
+    return stop  # equal after all (only an object whose == changes its mind gets here)
 
 
 class PrefixMap(Generic[K, V]):

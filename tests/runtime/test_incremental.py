@@ -136,10 +136,15 @@ def test_changed_positions_names_new_and_replaced_objects():
     # an insertion shifts everything after it: past max_replaced differences every later position is named
     inserted = [*a[:3], object(), *a[3:]]
     assert list(changed_positions(a, inserted, max_replaced=2)) == list(range(3, 21))
+    # an equal object counts as the same (the memoised functions are pure); a different one is named
+    tuples = [(i,) for i in range(50)]
+    copies = [(i,) for i in range(50)]
+    copies[30] = ("other",)
+    assert list(changed_positions(tuples, [*copies, (50,)])) == [30, 50]
     rng = random.Random(2)
     for _ in range(200):  # whatever the lists, every position whose object differs is named, in order
-        last = [rng.choice(a) for _ in range(rng.randint(0, 12))]
-        now = [rng.choice(a) for _ in range(rng.randint(0, 12))]
+        last = [rng.choice(a) for _ in range(rng.randint(0, 60))]
+        now = [*last[:rng.randint(0, len(last))], *(rng.choice(a) for _ in range(rng.randint(0, 60)))]
         named = list(changed_positions(last, now, max_replaced=rng.randint(0, 4)))
         assert named == sorted(set(named))
         assert {i for i in range(len(now)) if i >= len(last) or now[i] is not last[i]} <= set(named)
