@@ -221,3 +221,22 @@ def test_a_threads_known_ids_follow_its_runs_as_the_full_computation_does():
         ids, idless = cache.known_ids(history)
         assert ids == {m.id for m in history if m.id}
         assert idless == [m for m in history if not m.id]
+
+
+def test_a_clean_request_passes_through_even_after_messages_come_back_as_equal_copies():
+    """The memoised passes treat an equal copy as the message it replaces; a request with nothing to
+    change must still go on as the very list it came with (not earlier equal objects, which every
+    later list comparison would have to compare field by field)."""
+    sanitizer, dangling = InputSanitizationMiddleware(), DanglingToolCallMiddleware()
+    history: list = []
+    for step in range(30):
+        history = [*history, HumanMessage(f"q{step}", id=f"h{step}"), AIMessage(f"a{step}", id=f"a{step}")]
+        history = [m.model_copy() if i % 3 == 0 else m for i, m in enumerate(history)]  # from a checkpoint
+        request = ModelRequest(model=None, messages=history, system_message=None, tool_choice=None,
+                               tools=[], response_format=None, state={"messages": history}, runtime=None)
+        assert sanitizer.prepare(request) is request
+        assert dangling.prepare(request) is request
+    dirty = [*history, HumanMessage("<system-reminder>x</system-reminder>", id="dirty")]
+    request = ModelRequest(model=None, messages=dirty, system_message=None, tool_choice=None,
+                           tools=[], response_format=None, state={"messages": dirty}, runtime=None)
+    assert "&lt;system-reminder&gt;" in str(sanitizer.prepare(request).messages[-1].content)

@@ -83,6 +83,10 @@ def _all_answered(ids: Sequence[CallIds]) -> bool:
     return not asked or asked <= set(map(itemgetter(1), ids))
 
 
+def _needs_cleaning(message: BaseMessage) -> bool:
+    return _cleaned(message) is not message
+
+
 class _AnsweredFold:
     """:func:`_all_answered`, folded forward while the list only grows (the next model call of a thread).
 
@@ -116,16 +120,16 @@ class DanglingToolCallMiddleware(ModelCallMiddleware):
         super().__init__()
         # each AI message's calls are cleaned once, not on every model call of every later turn
         self._cleaned: PrefixMap[BaseMessage, BaseMessage] = PrefixMap(_cleaned)
+        self._flags: PrefixMap[BaseMessage, bool] = PrefixMap(_needs_cleaning)  # see InputSanitizationMiddleware
         self._ids: PrefixMap[BaseMessage, CallIds] = PrefixMap(_call_ids)
         self._answered = _AnsweredFold()
 
     def prepare(self, request: ModelRequest) -> ModelRequest:
         """Patch dangling calls in the request messages."""
         messages = list(request.messages)
-        cleaned = self._cleaned(messages)
-        if cleaned == messages and self._answered(self._ids(messages)):  # list ==: identity first, C speed
+        if not any(self._flags(messages)) and self._answered(self._ids(messages)):
             return request  # the common case, without a Python-level pass per message
-        patched = patch_dangling(cleaned)
+        patched = patch_dangling(self._cleaned(messages))
         if len(patched) == len(messages) and all(map(operator.is_, patched, messages)):
             return request
         return request.override(messages=patched)  # type: ignore[arg-type]

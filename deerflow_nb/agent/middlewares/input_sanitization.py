@@ -51,16 +51,23 @@ def _sanitized(message: BaseMessage) -> BaseMessage:
     return message
 
 
+def _needs_sanitizing(message: BaseMessage) -> bool:
+    return _sanitized(message) is not message
+
+
 class InputSanitizationMiddleware(ModelCallMiddleware):
     """Outermost model wrapper: every inner middleware sees sanitized user text."""
 
     def __init__(self) -> None:
         super().__init__()
         # each message is checked once, not on every model call of every later turn
+        # (a flag per message, so the common case, nothing to change, passes the request's own list on:
+        # a memoised copy may be an earlier, equal object, and comparing those would cost a pass)
         self._sanitized: PrefixMap[BaseMessage, BaseMessage] = PrefixMap(_sanitized)
+        self._flags: PrefixMap[BaseMessage, bool] = PrefixMap(_needs_sanitizing)
 
     def prepare(self, request: ModelRequest) -> ModelRequest:
         """Sanitize user-authored human messages in the request (state is untouched)."""
-        messages = self._sanitized(request.messages)
-        changed = messages != request.messages  # list !=: identity first, C speed
-        return request.override(messages=messages) if changed else request  # type: ignore[arg-type]
+        if not any(self._flags(request.messages)):  # a C-speed pass over bools
+            return request
+        return request.override(messages=self._sanitized(request.messages))  # type: ignore[arg-type]
