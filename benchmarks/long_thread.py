@@ -27,6 +27,7 @@ Run: ``python benchmarks/long_thread.py [--turns 1000] [--mode delta|full] [--in
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import multiprocessing
 import os
@@ -144,8 +145,7 @@ def serve(name: str, turns: int, root: str, mode: str, profile: str | None, conn
     """One path in its own process: run the turns the parent asks for, answer time, size and floor.
 
     Each path has a process (and a heap) of its own, so neither's garbage collections walk the
-    other's objects (bare's thread is re-read whole every turn), while the parent alternates them
-    turn by turn, so both see the same machine.
+    other's objects (bare's thread is re-read whole every turn); the parent decides the order.
     """
     base = Path(root)
     home = base / "home"
@@ -197,13 +197,13 @@ def main() -> None:
         worker.start()
         conns[name] = parent
         workers.append(worker)
-    for name, conn in conns.items():  # neither path's set-up may overlap the other's first turns
-        if conn.recv() != "ready":
-            raise RuntimeError(f"the {name} worker did not start")
     times: dict[str, list[float]] = {name: [] for name in conns}
     sizes: dict[str, dict[int, int]] = {name: {} for name in conns}
     floor: dict[int, tuple[float, int]] = {}  # ours' LangChain passes at the first and the last turn
     try:
+        for name, conn in conns.items():  # neither path's set-up may overlap the other's first turns
+            if conn.recv() != "ready":
+                raise RuntimeError(f"the {name} worker did not start")
         # alone: ours' turns, then bare's (each path's ratio is within its own run, and neither's
         # turns pay for the other's cache traffic); --interleave: turn by turn, alternating
         order = [(i, name) for i in range(args.turns) for name in conns] if args.interleave else \
@@ -223,7 +223,8 @@ def main() -> None:
                 floor[i] = (passes, messages)
     finally:
         for conn in conns.values():
-            conn.send(None)
+            with contextlib.suppress(OSError):  # a worker that died has closed its end
+                conn.send(None)
         for worker in workers:
             worker.join(timeout=120)
         # bare's database is gigabytes by turn 1,000 (every checkpoint holds the whole list)

@@ -103,6 +103,11 @@ class PrefixMap(Generic[K, V]):
     positions :func:`changed_positions` yields cost a call of ``func`` (itself memoised by
     identity): the new items and a few objects replaced in place (an earlier middleware's
     request-only copy of a message, a context message put first on every call).
+
+    A position holding an object equal to the last call's keeps the last call's result, which
+    may be (or refer to) that earlier object: a caller that checks whether ``func`` changed
+    anything compares results with its input, and should ask a second map for a flag per item
+    instead (as the sanitising middlewares do), not compare the lists.
     """
 
     def __init__(self, func: Callable[[K], V], max_size: int = 50_000) -> None:
