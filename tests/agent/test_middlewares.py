@@ -511,3 +511,15 @@ def test_chain_hands_the_model_cached_tool_schemas(monkeypatch):
     uncached = MiddlewareChain([InputSanitizationMiddleware()], cache_tool_schemas=False)
     uncached.wrap_model_call(make_request([HumanMessage("hi")]).override(tools=[lookup]), handler)
     assert seen[-1] == [lookup]
+
+
+def test_chain_hooks_carry_their_signature_for_langsmith():
+    # LangSmith's traceable wrapper asks inspect.signature of the hook on every call; the chain's
+    # hooks answer from a precomputed __signature__ that says what the methods take
+    import inspect
+
+    chain = MiddlewareChain([InputSanitizationMiddleware()])
+    for hook in ("wrap_model_call", "awrap_model_call", "wrap_tool_call", "awrap_tool_call"):
+        function = getattr(MiddlewareChain, hook)
+        assert "__signature__" in vars(function)
+        assert list(inspect.signature(getattr(chain, hook)).parameters) == ["request", "handler"]

@@ -78,3 +78,19 @@ def test_bad_config_tools(use: str, match: str) -> None:
     config = AppConfig.model_validate({"tools": [{"name": "x", "use": use}]})
     with pytest.raises(ConfigError, match=match):
         get_available_tools(config)
+
+
+def test_builtin_tools_hand_langchain_evaluated_annotations() -> None:
+    # LangChain runs get_type_hints on a tool's coroutine at every call: string annotations would
+    # be parsed and evaluated each time. The sync function keeps its own (its schema comes from it).
+    from langchain_core.tools.base import _get_runnable_config_param
+
+    tools = {t.name: t for t in get_available_tools(AppConfig())}
+    write = tools["write_file"]
+    assert write.coroutine is not None and write.func is not None
+    assert not any(isinstance(hint, str) for hint in write.coroutine.__annotations__.values())
+    assert all(isinstance(hint, str) for hint in write.func.__annotations__.values())  # untouched
+    assert write.coroutine.__annotations__ is not write.func.__annotations__
+    assert _get_runnable_config_param(write.coroutine) is None
+    assert set(write.tool_call_schema.model_json_schema()["properties"]) == {"description", "path", "content",
+                                                                            "append"}

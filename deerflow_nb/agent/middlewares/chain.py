@@ -16,6 +16,7 @@ pydantic schema costs ~60 µs (a turn with four model calls and nine tools spent
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -170,3 +171,12 @@ class MiddlewareChain(AgentMiddleware):
             return await self._tool[index].awrap_tool_call(req, lambda r: call(index + 1, r))
 
         return await call(0, request)
+
+
+# LangSmith's ``traceable`` wrapper, which LangChain puts around each hook, calls
+# ``inspect.signature`` on the hook at every call, traced or not (~25 µs for a method); a
+# precomputed ``__signature__`` makes that a lookup.
+for _hook in ("wrap_model_call", "awrap_model_call", "wrap_tool_call", "awrap_tool_call"):
+    _function = getattr(MiddlewareChain, _hook)
+    _function.__signature__ = inspect.signature(_function)
+del _hook, _function
