@@ -207,9 +207,16 @@ def merge_message_writes(state: Sequence[Any] | Any | None, writes: Sequence[Any
 # value at each step), so a long history is not re-indexed (nor its types re-checked) on every
 # update. A hit holds the same message objects (a list comparison, identity before ``==``, so an
 # equal copy with the same id counts too); anything else is indexed afresh.
+#
+# Each entry holds a copy of a history and its index (a few hundred KiB at 4,000 messages), so one
+# history keeps only its newest few (``_PER_HISTORY``, by its first message): a step folds onto the
+# previous step's result, twice at most (LangGraph's routing reads fold too), and older versions of
+# a long thread would otherwise fill every slot.
 _INDEXES: dict[int, tuple[list[Any], dict[str, int]]] = {}
+_HISTORIES: dict[int, tuple[Any, list[int]]] = {}  # id(first message) -> (it, its entries' keys, oldest first)
 _INDEXES_LOCK = threading.Lock()
 _MAX_INDEXES = 64
+_PER_HISTORY = 4
 
 
 def _known_index(state: Any) -> dict[str, int] | None:
@@ -225,7 +232,22 @@ def _known_index(state: Any) -> dict[str, int] | None:
 def _remember_index(merged: list[Any], index: dict[str, int]) -> None:
     if not merged:
         return
+    first, key = merged[0], id(merged[-1])
     with _INDEXES_LOCK:
+        history = _HISTORIES.pop(id(first), None)
+        keys = history[1] if history is not None and history[0] is first else []
+        if key in keys:
+            keys.remove(key)
+        keys.append(key)
+        while len(keys) > _PER_HISTORY:
+            old = keys.pop(0)
+            entry = _INDEXES.get(old)
+            if entry is not None and entry[0][0] is first:  # still this history's (ids of freed objects recur)
+                del _INDEXES[old]
+        _HISTORIES[id(first)] = (first, keys)  # most recently used last
+        while len(_HISTORIES) > _MAX_INDEXES:
+            del _HISTORIES[next(iter(_HISTORIES))]
+        _INDEXES.pop(key, None)
         while len(_INDEXES) >= _MAX_INDEXES:
             del _INDEXES[next(iter(_INDEXES))]
-        _INDEXES[id(merged[-1])] = (list(merged), index)
+        _INDEXES[key] = (list(merged), index)

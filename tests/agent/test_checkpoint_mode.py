@@ -85,6 +85,28 @@ def test_merge_message_writes_equals_add_messages_write_by_write():
     assert compared > 100
 
 
+def test_a_long_history_keeps_only_its_newest_indexes():
+    # the reducer remembers each result's id index for the next step; one thread's older versions
+    # must not fill the cache (each entry copies the whole history)
+    from deerflow_nb.agent import reducers
+
+    state = [HumanMessage(content="first", id="h0")]
+    other = merge_message_writes([HumanMessage(content="other", id="o0")], [[AIMessage(content="x", id="o1")]])
+    for i in range(1, 200):
+        previous = state
+        writes = [[AIMessage(content=f"a{i}", id=f"a{i}")]]
+        state = merge_message_writes(state, writes)
+        if i > 1:  # the step before (a result too) is still known for LangGraph's second fold of it
+            assert reducers._known_index(previous) is not None
+        assert _shape(merge_message_writes(previous, writes)) == _shape(state)
+        assert reducers._known_index(state) == {m.id: n for n, m in enumerate(state)}
+        mine = [key for key, (messages, _) in reducers._INDEXES.items() if messages[0] is state[0]]
+        assert len(mine) <= reducers._PER_HISTORY
+    assert _shape(state) == _shape(_sequential([HumanMessage(content="first", id="h0")],
+                                               [[AIMessage(content=f"a{i}", id=f"a{i}")] for i in range(1, 200)]))
+    assert reducers._known_index(other) is not None  # another history's entry was not pushed out
+
+
 def test_merge_message_writes_assigns_ids_and_refuses_none():
     merged = merge_message_writes([], [[HumanMessage(content="a")], ("ai", "b")])
     assert [m.content for m in merged] == ["a", "b"] and all(m.id for m in merged)
