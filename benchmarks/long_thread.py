@@ -15,7 +15,11 @@ turns, minutes apart either way; alternating the paths turn by turn (``--interle
 late turns pay for the cache traffic of bare's (it reads and writes megabytes a turn by then), a
 cost that grows with the thread and is not ours. Printed per path:
 the median turn time of turns 1-10 and of the last ten turns, their ratio (the target is <= 2x),
-and how much the database file grows per turn at the start, at the end and over all turns. The
+and how much the database file grows per turn at the start, at the end and over all turns. Those two
+windows are minutes apart, and a shared machine's speed drifts by a third over minutes; so each path also
+runs a second thread's turns 1-10, one just before each of the last ten turns, and prints the last
+turns over those (the same minute's machine; a warm process, where turns 1-10 at the start include
+the first calls' warm-up). The
 last ten turns include a whole-list snapshot when one falls in them (delta mode stores one every
 ``checkpoint_delta_snapshot_frequency`` updates, default 1000); the average over all turns is what a
 turn costs in the long run.
@@ -41,6 +45,9 @@ from pathlib import Path
 from typing import Any
 
 NOTE = "/mnt/user-data/workspace/note.txt"
+#: the window: turns 1-10 and the last ten; a second thread's first ten turns run, one each, just before
+#: each of the last ten turns (so both sides of that ratio see the machine of the same minute)
+REFERENCE_TURNS = 10
 ANSWER = "Noted it in note.txt."
 
 
@@ -78,14 +85,16 @@ class Ours:
         config = home / "config.yaml"
         config.write_text(yaml.safe_dump({"config_version": 1, "memory": {"enabled": False},
                                           "checkpoint_channel_mode": mode}))
-        self.model = ScriptedChatModel(responses=[responder] * (2 * turns + 8))
+        self.model = ScriptedChatModel(responses=[responder] * (2 * (turns + REFERENCE_TURNS) + 8))
         self.agent = df.DeerFlow(model=self.model, config_path=config, home=home)
         self.thread = self.agent.thread()
+        self.reference = self.agent.thread()  # a second thread: its first turns run beside the long one's last
         self.db = home / "deerflow.db"
 
-    def turn(self, i: int) -> float:
+    def turn(self, i: int, reference: bool = False) -> float:
+        thread = self.reference if reference else self.thread
         start = time.perf_counter()
-        answer = self.thread.chat(f"note turn {i}")
+        answer = thread.chat(f"note turn {i}")
         elapsed = time.perf_counter() - start
         if answer != ANSWER:  # the turn did not do the scripted work: its time would mean nothing
             raise RuntimeError(f"ours answered {answer!r} at turn {i}, expected {ANSWER!r}")
@@ -115,19 +124,21 @@ class Bare:
         config = AppConfig()
         paths = Paths(home / "bare")
         self.thread_id = str(uuid.uuid4())
+        self.reference_id = str(uuid.uuid4())  # a second thread (see Ours)
         self.context = RunContext(thread_id=self.thread_id, paths=paths,
                                   sandbox_provider=LocalSandboxProvider(config.sandbox, paths=paths),
                                   app_config=config)
-        self.model = ScriptedChatModel(responses=[responder] * (2 * turns + 8))
+        self.model = ScriptedChatModel(responses=[responder] * (2 * (turns + REFERENCE_TURNS) + 8))
         self.graph = create_agent(self.model, tools=get_available_tools(config), checkpointer=saver,
                                   context_schema=RunContext)
 
-    def turn(self, i: int) -> float:
+    def turn(self, i: int, reference: bool = False) -> float:
         from langchain_core.messages import HumanMessage
 
+        thread_id = self.reference_id if reference else self.thread_id
         start = time.perf_counter()
         state = self.graph.invoke({"messages": [HumanMessage(f"note turn {i}")]},
-                                  config={"configurable": {"thread_id": self.thread_id}}, context=self.context)
+                                  config={"configurable": {"thread_id": thread_id}}, context=self.context)
         elapsed = time.perf_counter() - start
         if state["messages"][-1].content != ANSWER:
             raise RuntimeError(f"bare ended turn {i} with {state['messages'][-1].content!r}")
@@ -154,7 +165,12 @@ def serve(name: str, turns: int, root: str, mode: str, profile: str | None, conn
     conn.send("ready")  # set up: the parent starts the turns once both paths are
     try:
         while (request := conn.recv()) is not None:
-            i, size, profiled = request
+            i, size, profiled, reference = request
+            if reference:  # the second thread's turn i (not profiled, no size)
+                elapsed = path.turn(i, reference=True)
+                path.model.calls.clear()
+                conn.send((elapsed, None, None, 0))
+                continue
             if profiler is not None and profiled and isinstance(path, Ours):
                 # the run's work is on the client's loop thread: profile there
                 loop = path.agent.runtime.loop
@@ -198,6 +214,7 @@ def main() -> None:
         conns[name] = parent
         workers.append(worker)
     times: dict[str, list[float]] = {name: [] for name in conns}
+    reference: dict[str, list[float]] = {name: [] for name in conns}  # the second thread's turns 1-10
     sizes: dict[str, dict[int, int]] = {name: {} for name in conns}
     floor: dict[int, tuple[float, int]] = {}  # ours' LangChain passes at the first and the last turn
     try:
@@ -211,7 +228,13 @@ def main() -> None:
         for i, name in order:
             conn = conns[name]
             measure = i < window or i >= args.turns - window - 1
-            conn.send((i, measure or i in (0, window), i >= args.turns - window))
+            if i >= args.turns - window:  # the second thread's next first turn, just before this late one
+                conn.send((i - (args.turns - window), False, False, True))
+                reply = conn.recv()
+                if reply is None:
+                    raise RuntimeError(f"the {name} worker stopped at its second thread's turn")
+                reference[name].append(reply[0])
+            conn.send((i, measure or i in (0, window), i >= args.turns - window, False))
             reply = conn.recv()
             if reply is None:
                 raise RuntimeError(f"the {name} worker stopped at turn {i}")
@@ -245,6 +268,12 @@ def main() -> None:
         grow_all = (s[n - 1] - s[0]) / (n - 1)
         print(f"{labels[name]:34} {first * 1000:7.2f}ms {last * 1000:7.2f}ms {last / first:9.2f}x"
               f"   {grow_first / 1024:8.1f} KiB / {grow_last / 1024:8.1f} KiB / {grow_all / 1024:8.1f} KiB")
+    print(f"the same minute: a second thread's turns 1-{window}, each run just before one of the last {window} "
+          "(the machine's speed drifts over the minutes between the first and the last turns; this ratio does not)")
+    for name in ("bare", "ours"):
+        beside = statistics.median(reference[name])
+        last = statistics.median(times[name][-window:])
+        print(f"{labels[name]:34} {beside * 1000:7.2f}ms {last * 1000:7.2f}ms {last / beside:9.2f}x")
     last_ours, last_bare = statistics.median(times["ours"][-window:]), statistics.median(times["bare"][-window:])
     print(f"late turns, ours / bare: {last_ours / last_bare:5.2f}x   (target: ours last/first <= 2x)")
     print(f"LangChain's own passes over each model call's whole prompt (create_agent's and BaseChatModel's; "
