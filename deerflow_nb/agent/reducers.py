@@ -209,14 +209,16 @@ def merge_message_writes(state: Sequence[Any] | Any | None, writes: Sequence[Any
 # equal copy with the same id counts too); anything else is indexed afresh.
 #
 # Each entry holds a copy of a history and its index (a few hundred KiB at 4,000 messages), so one
-# history keeps only its newest few (``_PER_HISTORY``, by its first message): a step folds onto the
-# previous step's result, twice at most (LangGraph's routing reads fold too), and older versions of
-# a long thread would otherwise fill every slot.
+# history keeps only its newest ``_PER_HISTORY`` (by its first message); older versions of a long
+# thread would otherwise fill every slot. A step folds onto the previous step's result (twice:
+# LangGraph's routing reads fold too), and the delta log's load of the next turn onto the value of
+# its last load, a whole turn's folds back (8 for a turn with one tool call): a turn of more steps
+# than the window re-indexes once (a few ms at 4,000 messages), which is all a miss costs.
 _INDEXES: dict[int, tuple[list[Any], dict[str, int]]] = {}
 _HISTORIES: dict[int, tuple[Any, list[int]]] = {}  # id(first message) -> (it, its entries' keys, oldest first)
 _INDEXES_LOCK = threading.Lock()
 _MAX_INDEXES = 64
-_PER_HISTORY = 4
+_PER_HISTORY = 16
 
 
 def _known_index(state: Any) -> dict[str, int] | None:

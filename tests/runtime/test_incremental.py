@@ -240,3 +240,41 @@ def test_a_clean_request_passes_through_even_after_messages_come_back_as_equal_c
     request = ModelRequest(model=None, messages=dirty, system_message=None, tool_choice=None,
                            tools=[], response_format=None, state={"messages": dirty}, runtime=None)
     assert "&lt;system-reminder&gt;" in str(sanitizer.prepare(request).messages[-1].content)
+
+
+def test_a_threads_next_turns_fold_onto_known_indexes(make_agent, home, monkeypatch):
+    """The reducer finds its id index for every fold of a thread's turns, the delta log's load of the
+    next turn included (it folds onto the value of its previous load, a whole turn's folds back), so a
+    long history is not re-indexed per turn; and it keeps no more than its window of entries."""
+    import yaml
+
+    from deerflow_nb.agent import reducers
+
+    def turn(i: int) -> list:
+        call = {"content": "", "tool_calls": [{"name": "write_file", "args": {
+            "description": "note", "path": f"/mnt/user-data/workspace/n{i}.txt", "content": "x"}}]}
+        return [call, call, f"done {i}"]
+
+    config = home / "config.yaml"
+    config.write_text(yaml.safe_dump({"config_version": 1, "memory": {"enabled": False}, "title": {"enabled": False}}))
+    agent = make_agent(responses=[step for i in range(8) for step in turn(i)], config_path=config)
+    thread = agent.thread()
+    for i in range(3):
+        assert thread.chat(f"turn {i}") == f"done {i}"
+    folds: list[bool] = []
+    known = reducers._known_index
+
+    def counting(state):
+        index = known(state)
+        if isinstance(state, list) and len(state) >= 8:
+            folds.append(index is not None)
+        return index
+
+    monkeypatch.setattr(reducers, "_known_index", counting)
+    for i in range(3, 8):
+        assert thread.chat(f"turn {i}") == f"done {i}"
+    assert len(folds) >= 5 * 6 and all(folds)
+    by_history: dict[int, int] = {}
+    for messages, _ in reducers._INDEXES.values():
+        by_history[id(messages[0])] = by_history.get(id(messages[0]), 0) + 1
+    assert max(by_history.values()) <= reducers._PER_HISTORY
