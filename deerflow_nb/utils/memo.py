@@ -97,28 +97,49 @@ def _first_difference(last: Sequence[Any], items: Sequence[Any], start: int, sto
 
 
 class PrefixMap(Generic[K, V]):
-    """``[func(item) for item in items]``, reusing the last call's results where the objects are the same.
+    """``[func(item) for item in items]``, reusing an earlier call's results where the objects are the same.
 
-    A model request's messages are the previous request's plus a few new ones; only the
-    positions :func:`changed_positions` yields cost a call of ``func`` (itself memoised by
-    identity): the new items and a few objects replaced in place (an earlier middleware's
-    request-only copy of a message, a context message put first on every call).
+    A model request's messages are the previous request's of the same conversation plus a few new
+    ones; only the positions :func:`changed_positions` yields cost a call of ``func`` (itself
+    memoised by identity): the new items and a few objects replaced in place (an earlier
+    middleware's request-only copy of a message, a context message put first on every call).
 
-    A position holding an object equal to the last call's keeps the last call's result, which
+    The map keeps its last ``slots`` calls, one per conversation, so that threads taking turns (two
+    in one notebook, a server's users) each go on from their own: a call goes on from the slot
+    whose list the new one extends (its last object is at the same position in the new list),
+    else from one that starts with the same object, else from the most recent.
+
+    A position holding an object equal to the earlier call's keeps the earlier call's result, which
     may be (or refer to) that earlier object: a caller that checks whether ``func`` changed
     anything compares results with its input, and should ask a second map for a flag per item
     instead (as the sanitising middlewares do), not compare the lists.
     """
 
-    def __init__(self, func: Callable[[K], V], max_size: int = 50_000) -> None:
+    def __init__(self, func: Callable[[K], V], max_size: int = 50_000, slots: int = 8) -> None:
         self.func = IdentityMemo(func, max_size)
-        self._last: tuple[list[K], list[V]] = ([], [])
+        self.slots = slots
+        self._recent: list[tuple[list[K], list[V]]] = []  # most recent last
         self._lock = threading.Lock()
+
+    def _base(self, items: Sequence[K]) -> tuple[bool, list[K], list[V]]:
+        """``(whether it is this conversation's, its input, its output)`` of the slot to go on from.
+
+        The caller holds the lock. Not this conversation's: the most recent slot, which
+        :func:`changed_positions` gives up on after a few differences (and which is kept).
+        """
+        recent, n = self._recent, len(items)
+        for slot_in, slot_out in reversed(recent):  # extended: the next step of that conversation
+            if slot_in and len(slot_in) <= n and items[len(slot_in) - 1] is slot_in[-1]:
+                return True, slot_in, slot_out
+        for slot_in, slot_out in reversed(recent):  # the same start (a first message put before, copies)
+            if any(k < n and k < len(slot_in) and _same(slot_in[k], items[k]) for k in (1, 0)):
+                return True, slot_in, slot_out
+        return (False, *recent[-1]) if recent else (False, [], [])
 
     def __call__(self, items: Sequence[K]) -> list[V]:
         """The mapped list (treat it as read-only)."""
         with self._lock:
-            last_in, last_out = self._last
+            mine, last_in, last_out = self._base(items)
         out = last_out[:len(items)]
         for i in changed_positions(last_in, items):
             if i < len(out):
@@ -126,5 +147,16 @@ class PrefixMap(Generic[K, V]):
             else:  # past the shared part positions come in order
                 out.append(self.func(items[i]))
         with self._lock:
-            self._last = (list(items), out)
+            # this conversation's slot gives way to this call (looked up again: another call may have run)
+            position = next((p for p, (slot_in, _) in enumerate(self._recent) if slot_in is last_in), -1) \
+                if mine else -1
+            if position >= 0:
+                del self._recent[position]
+            elif len(self._recent) >= self.slots:
+                del self._recent[0]
+            self._recent.append((list(items), out))
         return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a is b or bool(a == b)

@@ -94,6 +94,38 @@ def test_prefix_map_recomputes_only_from_the_first_replaced_object():
     assert mapped([]) == []
 
 
+def test_prefix_maps_follow_conversations_that_take_turns():
+    """Threads taking turns (two in a notebook, a server's users) each go on from their own last call:
+    only their new messages are looked at, not every message behind a memo lookup."""
+    looked: list[int] = []
+    mapped = PrefixMap(lambda m: m.content.upper())
+    memo = mapped.func
+
+    def counting(item):
+        looked.append(1)
+        return memo(item)
+
+    mapped.func = counting  # type: ignore[assignment]
+    histories = {name: [HumanMessage(f"{name}{i}", id=f"{name}{i}") for i in range(300)] for name in "abc"}
+    for name, history in histories.items():
+        assert mapped(history) == [m.content.upper() for m in history]
+    for step in range(20):
+        for name in "abc":
+            history = histories[name] = [*histories[name], AIMessage(f"{name}-x{step}", id=f"{name}-x{step}")]
+            looked.clear()
+            assert mapped(history) == [m.content.upper() for m in history]
+            assert len(looked) == 1  # the new message only
+    # a first message put before every call's copy (a context note) still finds its conversation
+    looked.clear()
+    noted = [HumanMessage("note", id="note"), *histories["b"][1:]]
+    assert mapped(noted) == [m.content.upper() for m in noted]
+    assert len(looked) == 1
+    # more conversations than slots: the oldest slot goes; its next call is answered right all the same
+    for name in "defghijk":
+        mapped([HumanMessage(name, id=name)])
+    assert mapped(histories["a"]) == [m.content.upper() for m in histories["a"]]
+
+
 def test_token_counter_and_the_dangling_check_equal_their_full_passes():
     from deerflow_nb.agent.middlewares.dangling_tool_call import _all_answered, _AnsweredFold, _call_ids
     from deerflow_nb.agent.middlewares.summarization import TokenCounter, estimate_tokens
@@ -278,3 +310,19 @@ def test_a_threads_next_turns_fold_onto_known_indexes(make_agent, home, monkeypa
     for messages, _ in reducers._INDEXES.values():
         by_history[id(messages[0])] = by_history.get(id(messages[0]), 0) + 1
     assert max(by_history.values()) <= reducers._PER_HISTORY
+
+
+def test_the_answered_calls_fold_equals_the_full_check_for_conversations_taking_turns():
+    from deerflow_nb.agent.middlewares.dangling_tool_call import _all_answered, _AnsweredFold
+
+    rng = random.Random(5)
+    fold = _AnsweredFold(slots=3)
+    lists: dict[int, list] = {k: [] for k in range(5)}  # more conversations than slots
+    for step in range(300):
+        k = rng.randrange(5)
+        if rng.random() < 0.1:
+            lists[k] = lists[k][: rng.randrange(len(lists[k]) + 1)]  # cut back (a regenerate)
+        call = f"c{k}-{step}"
+        entry = ((call,), None) if rng.random() < 0.5 else ((), rng.choice([call, f"c{k}-{step - 1}"]))
+        lists[k] = [*lists[k], entry]
+        assert fold(lists[k]) == _all_answered(lists[k])

@@ -88,29 +88,35 @@ def _needs_cleaning(message: BaseMessage) -> bool:
 
 
 class _AnsweredFold:
-    """:func:`_all_answered`, folded forward while the list only grows (the next model call of a thread).
+    """:func:`_all_answered`, folded forward while a conversation's list only grows (its next model call).
 
-    The calls asked and answered so far are kept with the entries they came from; a list that does
-    not start with those very entries is folded afresh. Thread-safe.
+    The calls asked and answered so far are kept with the entries they came from, for the last few
+    conversations (threads taking turns each go on from their own); a list that does not start with
+    one of those entry lists is folded afresh. Thread-safe.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, slots: int = 8) -> None:
         self._lock = threading.Lock()
-        self._seen: list[CallIds] = []
-        self._asked: set[str] = set()
-        self._answered: set[str | None] = set()
+        self._slots = slots
+        self._recent: list[tuple[list[CallIds], set[str], set[str | None]]] = []  # most recent last
 
     def __call__(self, ids: Sequence[CallIds]) -> bool:
         with self._lock:
-            n = len(self._seen)
-            if n > len(ids) or self._seen != ids[:n]:  # a list comparison, identity before ==
-                n = 0
-                self._asked, self._answered = set(), set()
-            new = ids[n:]
-            self._asked.update(chain.from_iterable(map(itemgetter(0), new)))
-            self._answered.update(map(itemgetter(1), new))
-            self._seen = list(ids)
-            return self._asked <= self._answered
+            found = next((s for s in reversed(self._recent)
+                          if s[0] and len(s[0]) <= len(ids) and ids[len(s[0]) - 1] is s[0][-1]
+                          and s[0] == ids[:len(s[0])]), None)  # a list comparison, identity before ==
+            if found is not None:
+                self._recent.remove(found)
+                seen, asked, answered = found
+            else:
+                seen, asked, answered = [], set(), set()
+                if len(self._recent) >= self._slots:
+                    del self._recent[0]
+            new = ids[len(seen):]
+            asked.update(chain.from_iterable(map(itemgetter(0), new)))
+            answered.update(map(itemgetter(1), new))
+            self._recent.append((list(ids), asked, answered))
+            return asked <= answered
 
 
 class DanglingToolCallMiddleware(ModelCallMiddleware):
