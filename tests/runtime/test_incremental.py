@@ -107,7 +107,7 @@ def test_prefix_maps_follow_conversations_that_take_turns():
 
     mapped.func = counting  # type: ignore[assignment]
     histories = {name: [HumanMessage(f"{name}{i}", id=f"{name}{i}") for i in range(300)] for name in "abc"}
-    for name, history in histories.items():
+    for history in histories.values():
         assert mapped(history) == [m.content.upper() for m in history]
     for step in range(20):
         for name in "abc":
