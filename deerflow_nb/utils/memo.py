@@ -107,7 +107,8 @@ class PrefixMap(Generic[K, V]):
     The map keeps its last ``slots`` calls, one per conversation, so that threads taking turns (two
     in one notebook, a server's users) each go on from their own: a call goes on from the slot
     whose list the new one extends (its last object is at the same position in the new list),
-    else from one that starts with the same object, else from the most recent.
+    else from one with the same second object (or an equal copy: a history read back), else from the
+    most recent, whose slot is then kept for its own conversation.
 
     A position holding an object equal to the earlier call's keeps the earlier call's result, which
     may be (or refer to) that earlier object: a caller that checks whether ``func`` changed
@@ -131,8 +132,9 @@ class PrefixMap(Generic[K, V]):
         for slot_in, slot_out in reversed(recent):  # extended: the next step of that conversation
             if slot_in and len(slot_in) <= n and items[len(slot_in) - 1] is slot_in[-1]:
                 return True, slot_in, slot_out
-        for slot_in, slot_out in reversed(recent):  # the same start (a first message put before, copies)
-            if any(k < n and k < len(slot_in) and _same(slot_in[k], items[k]) for k in (1, 0)):
+        for slot_in, slot_out in reversed(recent):  # the same second object (the first may be a note put
+            # before each call, or a system prompt every conversation shares), or an equal copy of it
+            if n > 1 and len(slot_in) > 1 and _same(slot_in[1], items[1]):
                 return True, slot_in, slot_out
         return (False, *recent[-1]) if recent else (False, [], [])
 

@@ -120,6 +120,15 @@ def test_prefix_maps_follow_conversations_that_take_turns():
     noted = [HumanMessage("note", id="note"), *histories["b"][1:]]
     assert mapped(noted) == [m.content.upper() for m in noted]
     assert len(looked) == 1
+    # a first object every conversation shares (the system prompt before each model call's messages)
+    system = HumanMessage("system", id="system")
+    for name in "abc":
+        mapped([system, *histories[name]])
+    for name in "abcabc":
+        history = histories[name] = [*histories[name], AIMessage(f"{name}-y", id=f"{name}-y{len(histories[name])}")]
+        looked.clear()
+        assert mapped([system, *history]) == ["SYSTEM", *(m.content.upper() for m in history)]
+        assert len(looked) == 1
     # more conversations than slots: the oldest slot goes; its next call is answered right all the same
     for name in "defghijk":
         mapped([HumanMessage(name, id=name)])

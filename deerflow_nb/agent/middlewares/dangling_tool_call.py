@@ -87,6 +87,11 @@ def _needs_cleaning(message: BaseMessage) -> bool:
     return _cleaned(message) is not message
 
 
+def _starts_with(ids: Sequence[CallIds], seen: list[CallIds]) -> bool:
+    """Whether ``ids`` begins with the entries ``seen`` (a list comparison, identity before ``==``)."""
+    return bool(seen) and len(seen) <= len(ids) and ids[len(seen) - 1] is seen[-1] and seen == ids[:len(seen)]
+
+
 class _AnsweredFold:
     """:func:`_all_answered`, folded forward while a conversation's list only grows (its next model call).
 
@@ -102,12 +107,10 @@ class _AnsweredFold:
 
     def __call__(self, ids: Sequence[CallIds]) -> bool:
         with self._lock:
-            found = next((s for s in reversed(self._recent)
-                          if s[0] and len(s[0]) <= len(ids) and ids[len(s[0]) - 1] is s[0][-1]
-                          and s[0] == ids[:len(s[0])]), None)  # a list comparison, identity before ==
-            if found is not None:
-                self._recent.remove(found)
-                seen, asked, answered = found
+            position = next((p for p in range(len(self._recent) - 1, -1, -1)
+                             if _starts_with(ids, self._recent[p][0])), -1)
+            if position >= 0:
+                seen, asked, answered = self._recent.pop(position)
             else:
                 seen, asked, answered = [], set(), set()
                 if len(self._recent) >= self._slots:
