@@ -209,13 +209,13 @@ def merge_message_writes(state: Sequence[Any] | Any | None, writes: Sequence[Any
 # equal copy with the same id counts too); anything else is indexed afresh.
 #
 # Each entry holds a copy of a history and its index (a few hundred KiB at 4,000 messages), so one
-# history keeps only its newest ``_PER_HISTORY`` (by its first message); older versions of a long
-# thread would otherwise fill every slot. A step folds onto the previous step's result (twice:
+# history (the entries that start with its first message) keeps only its newest ``_PER_HISTORY``;
+# older versions of a long thread would otherwise fill every slot. A step folds onto the previous
+# step's result (twice:
 # LangGraph's routing reads fold too), and the delta log's load of the next turn onto the value of
 # its last load, a whole turn's folds back (8 for a turn with one tool call): a turn of more steps
 # than the window re-indexes once (a few ms at 4,000 messages), which is all a miss costs.
 _INDEXES: dict[int, tuple[list[Any], dict[str, int]]] = {}
-_HISTORIES: dict[int, tuple[Any, list[int]]] = {}  # id(first message) -> (it, its entries' keys, oldest first)
 _INDEXES_LOCK = threading.Lock()
 _MAX_INDEXES = 64
 _PER_HISTORY = 16
@@ -236,20 +236,10 @@ def _remember_index(merged: list[Any], index: dict[str, int]) -> None:
         return
     first, key = merged[0], id(merged[-1])
     with _INDEXES_LOCK:
-        history = _HISTORIES.pop(id(first), None)
-        keys = history[1] if history is not None and history[0] is first else []
-        if key in keys:
-            keys.remove(key)
-        keys.append(key)
-        while len(keys) > _PER_HISTORY:
-            old = keys.pop(0)
-            entry = _INDEXES.get(old)
-            if entry is not None and entry[0][0] is first:  # still this history's (ids of freed objects recur)
-                del _INDEXES[old]
-        _HISTORIES[id(first)] = (first, keys)  # most recently used last
-        while len(_HISTORIES) > _MAX_INDEXES:
-            del _HISTORIES[next(iter(_HISTORIES))]
-        _INDEXES.pop(key, None)
+        _INDEXES.pop(key, None)  # a newer result ending with the same message: it goes last
+        mine = [k for k, (messages, _) in _INDEXES.items() if messages[0] is first]  # oldest first
+        for old in mine[:max(0, len(mine) - _PER_HISTORY + 1)]:
+            del _INDEXES[old]
         while len(_INDEXES) >= _MAX_INDEXES:
             del _INDEXES[next(iter(_INDEXES))]
         _INDEXES[key] = (list(merged), index)

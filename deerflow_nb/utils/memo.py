@@ -11,10 +11,11 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
-__all__ = ["IdentityMemo", "PrefixMap", "changed_positions"]
+__all__ = ["ConversationSlots", "IdentityMemo", "PrefixMap", "changed_positions"]
 
 K = TypeVar("K")
 V = TypeVar("V")
+S = TypeVar("S")
 
 
 class IdentityMemo(Generic[K, V]):
@@ -96,6 +97,54 @@ def _first_difference(last: Sequence[Any], items: Sequence[Any], start: int, sto
     return stop  # equal after all (only an object whose == changes its mind gets here)
 
 
+class ConversationSlots(Generic[K, S]):
+    """A state for each of the last ``size`` conversations, kept with the list it was computed from.
+
+    A conversation's next list extends its last one: its last object is at the same position in
+    the new list (one identity check a slot). Threads taking turns (two in one notebook, a server's
+    users) each find their own. Not thread-safe: callers hold their own lock.
+    """
+
+    def __init__(self, size: int = 8) -> None:
+        self.size = size
+        self._recent: list[tuple[list[K], S]] = []  # most recent last
+
+    def extended(self, items: Sequence[K]) -> tuple[list[K], S] | None:
+        """The slot whose list ``items`` extends (the most recent such), else ``None``."""
+        n = len(items)
+        return next(((slot_in, state) for slot_in, state in reversed(self._recent)
+                     if slot_in and len(slot_in) <= n and items[len(slot_in) - 1] is slot_in[-1]), None)
+
+    def similar(self, items: Sequence[K]) -> tuple[list[K], S] | None:
+        """A slot whose list has the same second object as ``items`` (or an equal copy: a history read back).
+
+        Not the first: that may be a note put before each call, or a system prompt every
+        conversation shares.
+        """
+        if len(items) < 2:
+            return None
+        return next(((slot_in, state) for slot_in, state in reversed(self._recent)
+                     if len(slot_in) > 1 and _same(slot_in[1], items[1])), None)
+
+    def latest(self) -> tuple[list[K], S] | None:
+        """The most recent slot, if any."""
+        return self._recent[-1] if self._recent else None
+
+    def put(self, items: Sequence[K], state: S, replacing: list[K] | None = None) -> None:
+        """Keep ``state`` for ``list(items)``.
+
+        The slot holding the list ``replacing`` gives way to it; without one, the oldest slot does
+        when all are taken.
+        """
+        position = next((p for p, (slot_in, _) in enumerate(self._recent) if slot_in is replacing), -1) \
+            if replacing is not None else -1
+        if position >= 0:
+            del self._recent[position]
+        elif len(self._recent) >= self.size:
+            del self._recent[0]
+        self._recent.append((list(items), state))
+
+
 class PrefixMap(Generic[K, V]):
     """``[func(item) for item in items]``, reusing an earlier call's results where the objects are the same.
 
@@ -104,11 +153,9 @@ class PrefixMap(Generic[K, V]):
     memoised by identity): the new items and a few objects replaced in place (an earlier
     middleware's request-only copy of a message, a context message put first on every call).
 
-    The map keeps its last ``slots`` calls, one per conversation, so that threads taking turns (two
-    in one notebook, a server's users) each go on from their own: a call goes on from the slot
-    whose list the new one extends (its last object is at the same position in the new list),
-    else from one with the same second object (or an equal copy: a history read back), else from the
-    most recent, whose slot is then kept for its own conversation.
+    The map keeps its last ``slots`` calls, one per conversation (:class:`ConversationSlots`): a
+    call goes on from the slot its list extends, else from one with the same second object, else
+    from the most recent, whose slot is then kept for its own conversation.
 
     A position holding an object equal to the earlier call's keeps the earlier call's result, which
     may be (or refer to) that earlier object: a caller that checks whether ``func`` changed
@@ -118,45 +165,22 @@ class PrefixMap(Generic[K, V]):
 
     def __init__(self, func: Callable[[K], V], max_size: int = 50_000, slots: int = 8) -> None:
         self.func = IdentityMemo(func, max_size)
-        self.slots = slots
-        self._recent: list[tuple[list[K], list[V]]] = []  # most recent last
+        self._slots: ConversationSlots[K, list[V]] = ConversationSlots(slots)
         self._lock = threading.Lock()
-
-    def _base(self, items: Sequence[K]) -> tuple[bool, list[K], list[V]]:
-        """``(whether it is this conversation's, its input, its output)`` of the slot to go on from.
-
-        The caller holds the lock. Not this conversation's: the most recent slot, which
-        :func:`changed_positions` gives up on after a few differences (and which is kept).
-        """
-        recent, n = self._recent, len(items)
-        for slot_in, slot_out in reversed(recent):  # extended: the next step of that conversation
-            if slot_in and len(slot_in) <= n and items[len(slot_in) - 1] is slot_in[-1]:
-                return True, slot_in, slot_out
-        for slot_in, slot_out in reversed(recent):  # the same second object (the first may be a note put
-            # before each call, or a system prompt every conversation shares), or an equal copy of it
-            if n > 1 and len(slot_in) > 1 and _same(slot_in[1], items[1]):
-                return True, slot_in, slot_out
-        return (False, *recent[-1]) if recent else (False, [], [])
 
     def __call__(self, items: Sequence[K]) -> list[V]:
         """The mapped list (treat it as read-only)."""
         with self._lock:
-            mine, last_in, last_out = self._base(items)
+            mine = self._slots.extended(items) or self._slots.similar(items)
+            last_in, last_out = mine or self._slots.latest() or ([], [])
         out = last_out[:len(items)]
         for i in changed_positions(last_in, items):
             if i < len(out):
                 out[i] = self.func(items[i])
             else:  # past the shared part positions come in order
                 out.append(self.func(items[i]))
-        with self._lock:
-            # this conversation's slot gives way to this call (looked up again: another call may have run)
-            position = next((p for p, (slot_in, _) in enumerate(self._recent) if slot_in is last_in), -1) \
-                if mine else -1
-            if position >= 0:
-                del self._recent[position]
-            elif len(self._recent) >= self.slots:
-                del self._recent[0]
-            self._recent.append((list(items), out))
+        with self._lock:  # this conversation's slot gives way to this call
+            self._slots.put(items, out, replacing=last_in if mine else None)
         return out
 
 

@@ -15,7 +15,7 @@ from langchain.agents.middleware import ModelRequest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from deerflow_nb.agent.middlewares._base import ModelCallMiddleware
-from deerflow_nb.utils.memo import PrefixMap
+from deerflow_nb.utils.memo import ConversationSlots, PrefixMap
 
 __all__ = ["PLACEHOLDER", "DanglingToolCallMiddleware", "patch_dangling"]
 
@@ -87,38 +87,29 @@ def _needs_cleaning(message: BaseMessage) -> bool:
     return _cleaned(message) is not message
 
 
-def _starts_with(ids: Sequence[CallIds], seen: list[CallIds]) -> bool:
-    """Whether ``ids`` begins with the entries ``seen`` (a list comparison, identity before ``==``)."""
-    return bool(seen) and len(seen) <= len(ids) and ids[len(seen) - 1] is seen[-1] and seen == ids[:len(seen)]
-
-
 class _AnsweredFold:
     """:func:`_all_answered`, folded forward while a conversation's list only grows (its next model call).
 
     The calls asked and answered so far are kept with the entries they came from, for the last few
-    conversations (threads taking turns each go on from their own); a list that does not start with
-    one of those entry lists is folded afresh. Thread-safe.
+    conversations (:class:`~deerflow_nb.utils.memo.ConversationSlots`); a list that does not start
+    with one of those entry lists is folded afresh. Thread-safe.
     """
 
     def __init__(self, slots: int = 8) -> None:
         self._lock = threading.Lock()
-        self._slots = slots
-        self._recent: list[tuple[list[CallIds], set[str], set[str | None]]] = []  # most recent last
+        self._slots: ConversationSlots[CallIds, tuple[set[str], set[str | None]]] = ConversationSlots(slots)
 
     def __call__(self, ids: Sequence[CallIds]) -> bool:
         with self._lock:
-            position = next((p for p in range(len(self._recent) - 1, -1, -1)
-                             if _starts_with(ids, self._recent[p][0])), -1)
-            if position >= 0:
-                seen, asked, answered = self._recent.pop(position)
+            found = self._slots.extended(ids)
+            if found is not None and found[0] == ids[:len(found[0])]:  # a list comparison, identity before ==
+                seen, (asked, answered) = found
             else:
                 seen, asked, answered = [], set(), set()
-                if len(self._recent) >= self._slots:
-                    del self._recent[0]
             new = ids[len(seen):]
             asked.update(chain.from_iterable(map(itemgetter(0), new)))
             answered.update(map(itemgetter(1), new))
-            self._recent.append((list(ids), asked, answered))
+            self._slots.put(ids, (asked, answered), replacing=seen or None)
             return asked <= answered
 
 
