@@ -503,13 +503,15 @@ class ChatWidget(DeerFlowWidget):
         self._push()
         await self._arefresh_controls()
         self.progress = {}
+        # the saved notebook's fallback shows the conversation as it ended; it is re-sent before the status
+        # changes, so a view that shows the final status is the one the refreshed output draws
+        self.refresh_display()
         self.status = status
         if self.client is not None:  # the run may have titled its thread
             try:
                 self._set_threads(await self.client.athreads())
             except Exception:  # the list is a convenience; the chat's outcome is already shown
                 pass
-        self.refresh_display()  # the saved notebook's fallback shows the conversation as it ended
 
     async def _check_answered_elsewhere(self) -> None:
         """Close the open card when its question was answered from code (``thread.respond``) meanwhile."""

@@ -23,6 +23,22 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-sync", "--no-first-run"]
 
 
+def snap(locator, name: str) -> None:
+    """Save a screenshot of ``locator`` to ``ARTIFACTS / name``.
+
+    A widget's output is re-sent when a run ends (the saved notebook's fallback), and JupyterLab then swaps the
+    view's node for a new one; a screenshot taken in that moment fails with "not attached to the DOM". The
+    locator is resolved again for each try, so the next try captures the node that replaced it.
+    """
+    for attempt in range(5):
+        try:
+            locator.screenshot(path=str(ARTIFACTS / name))
+            return
+        except Exception as exc:
+            if "not attached" not in str(exc) or attempt == 4:
+                raise
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import ARTIFACTS
+from .conftest import snap
 from .test_chat_ui import wait_idle
 from .test_jupyterlab import expect, open_notebook, run_all
 
@@ -34,7 +34,7 @@ def test_regenerate_and_the_branch_switcher(browser_page, lab):
     position = chat.locator(".dfw-branch-pos")
     position.filter(has_text="2 / 2").wait_for()
     expect(chat.locator(".dfw-branch-next")).to_be_disabled()
-    chat.screenshot(path=str(ARTIFACTS / "chat_branch_switcher.png"))
+    snap(chat, "chat_branch_switcher.png")
 
     # ‹ shows the first answer again; › goes back to the regenerated one
     chat.locator(".dfw-branch-prev").click()
@@ -54,4 +54,4 @@ def test_regenerate_and_the_branch_switcher(browser_page, lab):
     wait_idle(page)
     expect(chat.locator(".dfw-user")).to_contain_text("Which region sold least?")
     position.filter(has_text="3 / 3").wait_for()
-    chat.screenshot(path=str(ARTIFACTS / "chat_branch_edited.png"))
+    snap(chat, "chat_branch_edited.png")

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from .conftest import ARTIFACTS
+from .conftest import snap
 from .test_chat_ui import wait_idle
 from .test_jupyterlab import expect, open_notebook, run_all
 
@@ -27,7 +27,7 @@ def test_progress_thread_list_model_picker_and_diff(browser_page, lab):
     # from the first seconds the header says what the run is doing and for how long
     status.filter(has_text=re.compile(r"^running · .+ · \d+ s")).wait_for(timeout=120_000)
     chat.locator(".dfw-assistant").first.wait_for()
-    chat.screenshot(path=str(ARTIFACTS / "chat_streaming_progress.png"))
+    snap(chat, "chat_streaming_progress.png")
     wait_idle(page)
     expect(chat.locator(".dfw-assistant").last).to_contain_text("per region")
 
@@ -49,7 +49,7 @@ def test_progress_thread_list_model_picker_and_diff(browser_page, lab):
     picker = chat.locator("select.dfw-model")
     assert picker.locator("option").all_inner_texts() == ["default model", "Scripted browser-test model",
                                                           "Backup model"]
-    chat.screenshot(path=str(ARTIFACTS / "chat_thread_list.png"))
+    snap(chat, "chat_thread_list.png")
     # open the earlier thread, pick the backup model and continue it
     rows.filter(has_text="Earlier analysis").locator(".dfw-thread-open").click()
     chat.locator(".dfw-assistant").filter(has_text="The earlier analysis is done.").wait_for()
@@ -72,4 +72,4 @@ def test_progress_thread_list_model_picker_and_diff(browser_page, lab):
         "(rows) => rows.map((r) => r.getBoundingClientRect().height)")
     assert heights and min(heights) > 8  # empty lines are one line high, not collapsed
     assert "82 B → 90 B" in card.locator("summary").inner_text()
-    diff.screenshot(path=str(ARTIFACTS / "workspace_diff_split.png"))
+    snap(diff, "workspace_diff_split.png")

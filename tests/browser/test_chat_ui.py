@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from .conftest import ARTIFACTS
+from .conftest import snap
 from .test_jupyterlab import expect, open_notebook, run_all
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(400)]
@@ -64,7 +64,7 @@ def test_failed_tool_copy_dark_theme_and_reopened_after_the_kernel_shut_down(bro
     expect(answer.locator("ol > li > ul > li")).to_have_count(2)
     expect(answer.locator("a[target='_blank']")).to_have_attribute("href", "https://pandas.pydata.org/docs/")
     expect(answer.locator(".dfw-code .token.keyword").first).to_be_visible()
-    chat.screenshot(path=str(ARTIFACTS / "chat_failed_tool_light.png"))
+    snap(chat, "chat_failed_tool_light.png")
 
     # copy the answer and a code block
     answer.get_by_role("button", name="Copy answer").click()
@@ -80,7 +80,7 @@ def test_failed_tool_copy_dark_theme_and_reopened_after_the_kernel_shut_down(bro
     page.wait_for_timeout(1000)
     for node in (answer.locator("p").first, tool.locator("summary"), chat.locator(".dfw-user").first):
         assert node.evaluate(CONTRAST) >= 4.5
-    chat.screenshot(path=str(ARTIFACTS / "chat_failed_tool_dark.png"))
+    snap(chat, "chat_failed_tool_dark.png")
     use_theme(page, "JupyterLab Light")
     page.wait_for_function("() => document.body.dataset.jpThemeLight === 'true'")
 
@@ -108,4 +108,4 @@ def test_failed_tool_copy_dark_theme_and_reopened_after_the_kernel_shut_down(bro
     assert "Error displaying widget" not in page.locator(".jp-NotebookPanel").first.inner_text()
     reopened.locator(".dfw-notice").filter(has_text="Not connected to a kernel").wait_for(timeout=30_000)
     expect(reopened.locator(".dfw-send")).to_be_disabled()
-    reopened.screenshot(path=str(ARTIFACTS / "chat_reopened_without_kernel.png"))
+    snap(reopened, "chat_reopened_without_kernel.png")

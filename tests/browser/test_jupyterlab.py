@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from .conftest import ARTIFACTS
+from .conftest import snap
 
 expect = pytest.importorskip("playwright.sync_api").expect
 
@@ -60,13 +60,13 @@ def test_quickstart_streams_the_answer_into_the_chat_widget(browser_page, lab):
     expect(final.locator("td").filter(has_text="28.7%")).to_have_count(1)
     expect(final.locator("tbody tr")).to_have_count(4)
     follow.scroll_into_view_if_needed()
-    follow.screenshot(path=str(ARTIFACTS / "chat_streamed_answer.png"))
-    history.screenshot(path=str(ARTIFACTS / "chat_tools_and_report.png"))
+    snap(follow, "chat_streamed_answer.png")
+    snap(history, "chat_tools_and_report.png")
     # tool cards expand to show arguments and results
     bash = history.locator(".dfw-tool[data-tool='bash']")
     bash.locator("summary").click()
     assert "revenue total: 1711.25" in bash.inner_text()
-    bash.screenshot(path=str(ARTIFACTS / "chat_tool_card.png"))
+    snap(bash, "chat_tool_card.png")
 
 
 @pytest.mark.parametrize("lab", ["02_human_in_the_loop"], indirect=True)
@@ -89,14 +89,14 @@ def test_form_card_is_filled_in_and_the_agent_continues(browser_page, lab):
     assert sorted(invalid.evaluate_all("rows => rows.map(r => r.dataset.field)")) == ["confirm", "metric"]
     expect(card.locator("[data-field='metric'] .dfw-field-error")).to_have_text("is required")
     expect(card.get_by_role("button", name="Skip")).to_have_count(1)
-    card.screenshot(path=str(ARTIFACTS / "form_card_invalid.png"))
+    snap(card, "form_card_invalid.png")
     card.locator("select[name='region']").select_option("North")
     card.locator("select[name='metric']").select_option("revenue")
     card.locator("textarea[name='notes']").fill("Round to two decimals.")
     card.locator("input[name='confirm']").check()
     expect(card).not_to_contain_text("Please fix")  # the message goes once the fields are valid
     expect(card.locator(".dfw-field-invalid")).to_have_count(0)
-    card.screenshot(path=str(ARTIFACTS / "form_card_filled.png"))
+    snap(card, "form_card_filled.png")
     card.get_by_role("button", name="Submit").click()
     chat = page.locator(".dfw-chat").first
     answer = chat.locator(".dfw-assistant").last
@@ -105,4 +105,4 @@ def test_form_card_is_filled_in_and_the_agent_continues(browser_page, lab):
     expect(answered).to_contain_text("Region: North", timeout=60_000)
     expect(answered).to_contain_text("Anything else?: Round to two decimals.")
     page.wait_for_function("() => document.querySelector('.dfw-chat .dfw-status').textContent === 'idle'")
-    chat.screenshot(path=str(ARTIFACTS / "form_card_answered.png"))
+    snap(chat, "form_card_answered.png")
