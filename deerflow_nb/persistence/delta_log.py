@@ -55,6 +55,7 @@ class _Node:
     known: bool = False  # put by this saver (parent and body are known)
     typed: tuple[str, bytes] | None = None
     channels: frozenset[str] = frozenset()
+    blobs: Mapping[str, tuple[str, bytes]] = field(default_factory=dict)  # channel values stored on their own
     seeds: dict[str, Any] = field(default_factory=dict)
     writes: dict[tuple[str, int], _Write] = field(default_factory=dict)
     histories: dict[str, DeltaChannelHistory] = field(default_factory=dict)
@@ -110,14 +111,19 @@ class DeltaLog:
 
     # -- what the saver put -----------------------------------------------------------------
     def put(self, thread_id: str, ns: str, checkpoint_id: str, parent_id: str | None,
-            typed: tuple[str, bytes], channels: Sequence[str]) -> None:
-        """Record a checkpoint (``typed``: its serialised body; ``channels``: keys of its ``channel_values``)."""
+            typed: tuple[str, bytes], channels: Sequence[str],
+            blobs: Mapping[str, tuple[str, bytes]] | None = None) -> None:
+        """Record a checkpoint (``typed``: its serialised body; ``channels``: keys of its ``channel_values``).
+
+        ``blobs`` holds channel values serialised on their own (the PostgreSQL saver's blob rows,
+        reused instead of serialising them again); ``typed``'s ``channel_values`` then need not hold them.
+        """
         with self._lock:
             nodes = self._nodes(thread_id, ns)
             node = nodes.get(checkpoint_id)
             if node is None:
                 node = nodes[checkpoint_id] = _Node()
-            node.parent, node.known, node.typed = parent_id, True, typed
+            node.parent, node.known, node.typed, node.blobs = parent_id, True, typed, dict(blobs or {})
             node.channels, node.seeds = frozenset(channels), {}
             node.histories.clear()
 
@@ -220,9 +226,12 @@ class DeltaLog:
 
     def _seed(self, node: _Node, channel: str) -> Any:
         if channel not in node.seeds:
-            assert node.typed is not None
-            values = self.serde.loads_typed(node.typed).get("channel_values") or {}
-            node.seeds.update({k: v for k, v in values.items() if k in node.channels})
+            if channel in node.blobs:
+                node.seeds[channel] = self.serde.loads_typed(node.blobs[channel])
+            else:
+                assert node.typed is not None
+                values = self.serde.loads_typed(node.typed).get("channel_values") or {}
+                node.seeds.update({k: v for k, v in values.items() if k in node.channels and k not in node.blobs})
         return node.seeds[channel]
 
 

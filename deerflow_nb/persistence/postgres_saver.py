@@ -10,11 +10,16 @@ Several servers may share the database: a checkpoint's content never changes onc
 a checkpoint this process did not write (another server continued the thread) is unknown to its
 log, so that read goes to the database, as before. One active run per thread (the runs table's
 unique index) means no two processes add writes to one checkpoint at once.
+
+What the log records is the bytes the database got: LangGraph's saver serialises each write and
+each changed channel value (off the event loop, in ``_dump_writes`` / ``_dump_blobs``), and this
+saver collects those rows instead of serialising the values a second time on the loop.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -25,6 +30,17 @@ from deerflow_nb.persistence.delta_log import DeltaLog, history_or_read
 
 __all__ = ["DeltaLoggingPostgresSaver"]
 
+# The rows LangGraph's saver serialised during this ``aput`` / ``aput_writes`` call. ``asyncio.to_thread``
+# runs the dump in a copy of the caller's context: the copy holds the same list, so the rows come back.
+_DUMPED: ContextVar[list[tuple[Any, ...]] | None] = ContextVar("deerflow_pg_dumped", default=None)
+
+
+def _collect(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    box = _DUMPED.get()
+    if box is not None:
+        box.extend(rows)
+    return rows
+
 
 class DeltaLoggingPostgresSaver(AsyncPostgresSaver):
     """``AsyncPostgresSaver`` plus the delta log of what it wrote (see the module docstring)."""
@@ -34,27 +50,55 @@ class DeltaLoggingPostgresSaver(AsyncPostgresSaver):
         #: What this saver wrote, for the delta-channel walks of the next turns.
         self.delta_log = DeltaLog(self.serde)
 
+    def _dump_blobs(self, thread_id: str, checkpoint_ns: str, values: dict[str, Any],
+                    versions: ChannelVersions) -> list[Any]:
+        return _collect(super()._dump_blobs(thread_id, checkpoint_ns, values, versions))
+
+    def _dump_writes(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, task_id: str, task_path: str,
+                     writes: Sequence[tuple[str, Any]]) -> list[Any]:
+        return _collect(super()._dump_writes(thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, writes))
+
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
                    new_versions: ChannelVersions) -> RunnableConfig:
-        """Store the checkpoint, then record it in the log."""
-        saved = await super().aput(config, checkpoint, metadata, new_versions)
+        """Store the checkpoint, then record it in the log (its blob rows as the database got them)."""
+        rows: list[tuple[Any, ...]] = []
+        token = _DUMPED.set(rows)
+        try:
+            saved = await super().aput(config, checkpoint, metadata, new_versions)
+        finally:
+            _DUMPED.reset(token)
+        values = checkpoint["channel_values"]
+        # a blob row: (thread_id, checkpoint_ns, channel, version, type, bytes); "empty" has no value
+        blobs = {row[2]: (row[4], row[5]) for row in rows
+                 if len(row) == 6 and row[2] in values and row[5] is not None}
+        rest = {**checkpoint, "channel_values": {k: v for k, v in values.items() if k not in blobs}}
         configurable = config["configurable"]
         self.delta_log.put(str(configurable["thread_id"]), str(configurable.get("checkpoint_ns", "")),
-                           checkpoint["id"], configurable.get("checkpoint_id"), self.serde.dumps_typed(checkpoint),
-                           list(checkpoint["channel_values"]))
+                           checkpoint["id"], configurable.get("checkpoint_id"), self.serde.dumps_typed(rest),
+                           list(values), blobs)
         return saved
 
     async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                           task_path: str = "") -> None:
         """Store a task's writes, then record them (with the saver's upsert rules) in the log."""
-        await super().aput_writes(config, writes, task_id, task_path)
-        if writes:
-            configurable = config["configurable"]
-            self.delta_log.put_writes(
-                str(configurable["thread_id"]), str(configurable.get("checkpoint_ns", "")),
-                str(configurable["checkpoint_id"]), task_id, task_path,
-                [(WRITES_IDX_MAP.get(channel, idx), channel, self.serde.dumps_typed(value))
-                 for idx, (channel, value) in enumerate(writes)])
+        rows: list[tuple[Any, ...]] = []
+        token = _DUMPED.set(rows)
+        try:
+            await super().aput_writes(config, writes, task_id, task_path)
+        finally:
+            _DUMPED.reset(token)
+        if not writes:
+            return
+        # a write row: (thread_id, ns, checkpoint_id, task_id, task_path, idx, channel, type, bytes)
+        if len(rows) == len(writes) and all(len(row) == 9 and row[6] == channel
+                                            for row, (channel, _) in zip(rows, writes, strict=True)):
+            typed = [(row[5], row[6], (row[7], row[8])) for row in rows]
+        else:  # a saver version that lays its rows out otherwise: serialise them here
+            typed = [(WRITES_IDX_MAP.get(channel, idx), channel, self.serde.dumps_typed(value))
+                     for idx, (channel, value) in enumerate(writes)]
+        configurable = config["configurable"]
+        self.delta_log.put_writes(str(configurable["thread_id"]), str(configurable.get("checkpoint_ns", "")),
+                                  str(configurable["checkpoint_id"]), task_id, task_path, typed)
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Delete the thread and forget what the log knows of it."""

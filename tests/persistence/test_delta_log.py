@@ -82,3 +82,45 @@ async def test_histories_from_memory_equal_the_databases(target, fold):
         assert len(state.values["messages"]) > 30
     finally:
         await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_each_value_is_serialised_once_for_the_database_and_the_log(target, monkeypatch):
+    """The log keeps the bytes the database got: no write, and no channel value, is serialised twice."""
+    store = await open_store(target)
+    try:
+        saver = store.checkpointer
+        dumped: list = []  # the objects themselves, so no id is reused while the test runs
+        dumps_typed = saver.serde.dumps_typed
+
+        def counting(obj):
+            dumped.append(obj)
+            return dumps_typed(obj)
+
+        monkeypatch.setattr(saver.serde, "dumps_typed", counting)
+        graph = _graph(saver)
+        config = {"configurable": {"thread_id": "t"}}
+        for turn in range(7):  # past a snapshot (every 5 steps): the whole list is a value then
+            await graph.ainvoke({"messages": [HumanMessage(f"q{turn}")]}, config)
+        if hasattr(saver, "aflush"):
+            await saver.aflush()
+        shared = (str, int, float, bool, type(None))  # interned values: one object stands for many
+        ids = [id(obj) for obj in dumped if not isinstance(obj, shared)]
+        assert len(ids) == len(set(ids)), [obj for obj in dumped if ids.count(id(obj)) > 1]
+        bodies = [obj for obj in dumped if isinstance(obj, dict) and "channel_values" in obj]
+        assert bodies, "no checkpoint body was serialised"
+        direct = set(ids)
+        for body in bodies:  # a channel value serialised on its own is not serialised again inside a body
+            assert not [k for k, v in body["channel_values"].items() if not isinstance(v, shared) and id(v) in direct]
+        # and what the log holds answers as the database does, the snapshot's seed included
+        seeded = 0
+        for item in [item async for item in saver.alist(config)]:  # PostgreSQL: the listing holds the connection
+            if "messages" in item.checkpoint["channel_values"]:
+                continue  # a snapshot: read as it is
+            memory = saver.delta_log.history("t", "", item.config["configurable"]["checkpoint_id"], ["messages"])
+            if memory is not None:
+                seeded += "seed" in memory["messages"]
+                assert _state(memory) == _state(await _from_database(store, saver, item.config))
+        assert seeded
+    finally:
+        await store.aclose()
