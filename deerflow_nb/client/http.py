@@ -39,6 +39,9 @@ _log = logging.getLogger(__name__)
 
 #: What DeerFlow's client asks a stream for: LangGraph's modes plus DeerFlow's opt-in ``end`` and ``progress``.
 CLIENT_STREAM_MODES = ["values", "messages-tuple", "updates", "custom", "end", "progress"]
+#: What :meth:`HttpBackend.wait_run` folds: the answer's text and the outcome (``error`` frames always come). The
+#: server then neither encodes nor sends the run's ``values`` states and custom events to a waiter.
+_WAIT_STREAM_MODES = ["messages-tuple", "end"]
 _CHUNK_ONLY = ("tool_call_chunks", "chunk_position")
 
 _RUN_OPTIONS = frozenset({"model_name", "thinking_enabled", "plan_mode", "subagent_enabled", "recursion_limit",
@@ -357,10 +360,10 @@ class HttpBackend:
         async for batch in self._replay(thread_id, run_id, start, None):
             yield batch
 
-    async def _replay(self, thread_id: str, run_id: str, start: int,
-                      gaps: list[dict[str, Any]] | None) -> AsyncIterator[list[StreamEvent]]:
+    async def _replay(self, thread_id: str, run_id: str, start: int, gaps: list[dict[str, Any]] | None,
+                      modes: list[str] = CLIENT_STREAM_MODES) -> AsyncIterator[list[StreamEvent]]:
         seen = 0  # Last-Event-ID -1: replay from the start (a join without it streams only what comes next)
-        stream = self.sdk.runs.join_stream(thread_id, run_id, stream_mode=CLIENT_STREAM_MODES, last_event_id="-1")
+        stream = self.sdk.runs.join_stream(thread_id, run_id, stream_mode=modes, last_event_id="-1")
         try:
             async for part in stream:
                 if part.event == "gap":
@@ -389,7 +392,7 @@ class HttpBackend:
         end: dict[str, Any] | None = None
         error: dict[str, Any] | None = None
         gaps: list[dict[str, Any]] = []
-        async for batch in self._replay(thread_id, run_id, 0, gaps):
+        async for batch in self._replay(thread_id, run_id, 0, gaps, _WAIT_STREAM_MODES):
             for event in batch:
                 data = event.data
                 if event.type == "messages-tuple" and data.get("type") == "ai" and data.get("content"):

@@ -102,3 +102,35 @@ def test_deprecated_remote_names_still_work():
     assert issubclass(cls, df.DeerFlow)
     with pytest.warns(DeprecationWarning):
         assert remote.RemoteThread is df.Thread
+
+
+async def test_waiting_on_a_run_streams_only_its_answer_and_outcome(api_url, jp_auth_header):
+    """``run.await_result()`` over HTTP joins with ``messages-tuple`` and ``end``: the server sends it no states."""
+    token = jp_auth_header["Authorization"].split()[1]
+    remote = df.DeerFlow.connect(url=api_url, token=token)
+    try:
+        backend = remote.backend
+        joins: list[list[str]] = []
+        received: list[str] = []
+        join_stream = backend.sdk.runs.join_stream
+
+        def recording(*args, **kwargs):
+            joins.append(list(kwargs["stream_mode"]))
+
+            async def parts():
+                async for part in join_stream(*args, **kwargs):
+                    received.append(part.event)
+                    yield part
+            return parts()
+
+        backend.sdk.runs.join_stream = recording
+        thread = await remote.athread()
+        run = await thread.astart("first")
+        assert await run.await_result() == "Answer to first."
+        assert joins == [["messages-tuple", "end"]]
+        assert "messages" in received and "end" in received and "values" not in received, received
+        # streaming the run itself still gets every mode
+        events = [e async for e in thread.astream("second")]
+        assert {"values", "messages-tuple", "end"} <= {e.type for e in events}
+    finally:
+        remote.close()
