@@ -50,13 +50,12 @@ class DeltaLoggingPostgresSaver(AsyncPostgresSaver):
         #: What this saver wrote, for the delta-channel walks of the next turns.
         self.delta_log = DeltaLog(self.serde)
 
-    def _dump_blobs(self, thread_id: str, checkpoint_ns: str, values: dict[str, Any],
-                    versions: ChannelVersions) -> list[Any]:
-        return _collect(super()._dump_blobs(thread_id, checkpoint_ns, values, versions))
+    # pass-through signatures: what is collected is checked row by row, and the saver's own arguments may change
+    def _dump_blobs(self, *args: Any, **kwargs: Any) -> list[Any]:
+        return _collect(super()._dump_blobs(*args, **kwargs))
 
-    def _dump_writes(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, task_id: str, task_path: str,
-                     writes: Sequence[tuple[str, Any]]) -> list[Any]:
-        return _collect(super()._dump_writes(thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, writes))
+    def _dump_writes(self, *args: Any, **kwargs: Any) -> list[Any]:
+        return _collect(super()._dump_writes(*args, **kwargs))
 
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
                    new_versions: ChannelVersions) -> RunnableConfig:
