@@ -267,9 +267,7 @@ class ChatWidget(DeerFlowWidget):
         try:
             run = await start()
         except Exception as exc:
-            self._transcript.add_error(f"Error: {exc}")
-            self._push()
-            self.status = "error"
+            self._show_failed_start(exc)
             await self._arefresh_controls()
             return
         await self._consume(run)
@@ -456,14 +454,18 @@ class ChatWidget(DeerFlowWidget):
             else:
                 run = await asyncio.to_thread(self.thread.start, message, **options)
         except Exception as exc:
-            self._transcript.add_error(f"Error: {exc}")
-            self._push()
-            self.status = "error"
-            self.refresh_display()
+            self._show_failed_start(exc)
             return
         if self._stop_requested:  # stop pressed while the run was starting
             await self._acancel(run)
         await self._consume(run)
+
+    def _show_failed_start(self, exc: Exception) -> None:
+        """A run that could not start: its error in the conversation and the saved output, then ``error``."""
+        self._transcript.add_error(f"Error: {exc}")
+        self._push()
+        self.refresh_display()  # before the status, as when a run ends (see ``_consume``)
+        self.status = "error"
 
     async def _acancel(self, run: Any) -> None:
         acancel = getattr(run, "acancel", None)

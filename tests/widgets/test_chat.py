@@ -252,7 +252,11 @@ def test_the_saved_fallback_is_refreshed_when_a_run_ends(make_agent, comm_log, m
     agent = make_agent(["The **answer** is 42."])
     chat = agent.thread().ui("what is it?")
     chat._ipython_display_()  # what a cell's last expression does in a kernel
+    chat.observe(lambda change: shown.append(("status", change.new, None)), names="status")
     chat.wait(30)
+    # the output is re-sent before the view says idle: a view showing the final status is the re-sent one
+    assert [k for k, _, _ in shown][-2:] == ["update", "status"] and shown[-1][1] == "idle"
+    shown = [entry for entry in shown if entry[0] != "status"]
     kinds = [k for k, _, _ in shown]
     assert kinds[0] == "display" and kinds[-1] == "update"
     assert len({display_id for _, _, display_id in shown}) == 1  # the same output, updated in place
@@ -261,6 +265,18 @@ def test_the_saved_fallback_is_refreshed_when_a_run_ends(make_agent, comm_log, m
     assert "The **answer** is 42." in final["text/markdown"] and "**You:** what is it?" in final["text/markdown"]
     assert "<strong>answer</strong>" in final["text/html"]  # nbconvert HTML and GitHub pick this one
     assert "DeerFlow: The **answer** is 42." in final["text/plain"]
+
+
+def test_a_run_that_cannot_start_shows_its_error_in_the_saved_output_too(comm_log, monkeypatch):
+    shown = FakeDisplay(monkeypatch).shown
+    chat = ChatWidget(FakeThread([]))  # no run to hand out: starting one fails
+    chat._ipython_display_()
+    chat.observe(lambda change: shown.append(("status", change.new, None)), names="status")
+    chat.send("go")
+    chat.wait(30)
+    assert chat.status == "error" and "pop from empty list" in chat.items[-1]["text"]
+    assert [k for k, _, _ in shown][-2:] == ["update", "status"] and shown[-1][1] == "error"
+    assert "pop from empty list" in shown[-2][1]["text/markdown"]
 
 
 def test_failed_tools_look_failed_and_errors_are_not_answers():
