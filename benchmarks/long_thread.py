@@ -152,6 +152,43 @@ async def _call(func: Any) -> None:
     func()
 
 
+class InSituPasses:
+    """Times LangChain's whole-prompt passes where they run: inside this process's turns.
+
+    :func:`langchain_passes` times the same four functions on a warm copy of the turn's prompts;
+    inside a turn they run on a history spread over a large heap, and take about twice as long
+    at 4,000 messages. Each function is wrapped where LangChain looks it up (a module global),
+    so ``seconds`` is what the turns really spent in them (the wrapper adds two clock reads a
+    call).
+    """
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    def install(self) -> None:
+        import langchain.agents.factory as factory
+        import langchain_core.language_models.chat_models as chat_models
+
+        for module, name in ((factory, "_patch_invalid_tool_calls"), (chat_models, "_format_for_tracing"),
+                             (chat_models, "_normalize_messages"), (chat_models, "convert_to_messages")):
+            setattr(module, name, self._timed(getattr(module, name)))
+
+    def _timed(self, func: Any) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return func(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - start
+
+        return timed
+
+    def take(self) -> float:
+        """Seconds since the last call."""
+        seconds, self.seconds = self.seconds, 0.0
+        return seconds
+
+
 def serve(name: str, turns: int, root: str, mode: str, profile: str | None, conn: Any) -> None:
     """One path in its own process: run the turns the parent asks for, answer time, size and floor.
 
@@ -160,6 +197,8 @@ def serve(name: str, turns: int, root: str, mode: str, profile: str | None, conn
     """
     base = Path(root)
     home = base / "home"
+    passes = InSituPasses()
+    passes.install()
     path: Ours | Bare = Bare(turns, base) if name == "bare" else Ours(turns, home, mode)
     profiler = cProfile.Profile() if profile and name == "ours" else None
     conn.send("ready")  # set up: the parent starts the turns once both paths are
@@ -167,10 +206,12 @@ def serve(name: str, turns: int, root: str, mode: str, profile: str | None, conn
         while (request := conn.recv()) is not None:
             i, size, profiled, reference = request
             if reference:  # the second thread's turn i (not profiled, no size)
+                passes.take()
                 elapsed = path.turn(i, reference=True)
                 path.model.calls.clear()
-                conn.send((elapsed, None, None, 0))
+                conn.send((elapsed, None, None, 0, passes.take()))
                 continue
+            passes.take()
             if profiler is not None and profiled and isinstance(path, Ours):
                 # the run's work is on the client's loop thread: profile there
                 loop = path.agent.runtime.loop
@@ -184,7 +225,8 @@ def serve(name: str, turns: int, root: str, mode: str, profile: str | None, conn
             # the scripted model logs every call's input; a long thread's log would hold every
             # turn's history (bare reads fresh copies each turn): keep memory flat
             path.model.calls.clear()
-            conn.send((elapsed, db_bytes(path.db) if size else None, floor, messages))
+            in_situ = passes.take()
+            conn.send((elapsed, db_bytes(path.db) if size else None, floor, messages, in_situ))
     finally:
         path.close()
         if profiler is not None and profile:
@@ -217,6 +259,8 @@ def main() -> None:
     reference: dict[str, list[float]] = {name: [] for name in conns}  # the second thread's turns 1-10
     sizes: dict[str, dict[int, int]] = {name: {} for name in conns}
     floor: dict[int, tuple[float, int]] = {}  # ours' LangChain passes at the first and the last turn
+    in_situ: dict[str, list[float]] = {name: [] for name in conns}  # the passes inside each turn
+    reference_in_situ: dict[str, list[float]] = {name: [] for name in conns}
     try:
         for name, conn in conns.items():  # neither path's set-up may overlap the other's first turns
             if conn.recv() != "ready":
@@ -234,12 +278,14 @@ def main() -> None:
                 if reply is None:
                     raise RuntimeError(f"the {name} worker stopped at its second thread's turn")
                 reference[name].append(reply[0])
+                reference_in_situ[name].append(reply[4])
             conn.send((i, measure or i in (0, window), i >= args.turns - window, False))
             reply = conn.recv()
             if reply is None:
                 raise RuntimeError(f"the {name} worker stopped at turn {i}")
-            elapsed, size, passes, messages = reply
+            elapsed, size, passes, messages, spent = reply
             times[name].append(elapsed)
+            in_situ[name].append(spent)
             if size is not None:
                 sizes[name][i] = size
             if passes is not None:
@@ -279,6 +325,19 @@ def main() -> None:
     print(f"LangChain's own passes over each model call's whole prompt (create_agent's and BaseChatModel's; "
           f"both paths pay them): {floor[0][0] * 1000:.2f} ms a turn at turn 1, {floor[n - 1][0] * 1000:.2f} ms "
           f"at turn {n} ({floor[n - 1][1]} messages)")
+    print("the same passes timed inside the turns (median a turn), and the turns without them:")
+    print(f"{'':34} {'passes first':>12} {'last':>9}   {'rest first':>10} {'last':>9} {'last/first':>10}")
+    for name in ("bare", "ours"):
+        early, late = in_situ[name][:window], in_situ[name][-window:]
+        rest_first = statistics.median(t - p for t, p in zip(times[name][:window], early, strict=True))
+        rest_last = statistics.median(t - p for t, p in zip(times[name][-window:], late, strict=True))
+        print(f"{labels[name]:34} {statistics.median(early) * 1000:10.2f}ms {statistics.median(late) * 1000:7.2f}ms"
+              f"   {rest_first * 1000:8.2f}ms {rest_last * 1000:7.2f}ms {rest_last / rest_first:9.2f}x")
+    rest_beside = statistics.median(t - p for t, p in zip(reference["ours"], reference_in_situ["ours"], strict=True))
+    rest_late = statistics.median(t - p for t, p in zip(times["ours"][-window:], in_situ["ours"][-window:],
+                                                        strict=True))
+    print(f"ours without the passes, the same minute: {rest_beside * 1000:.2f} ms -> {rest_late * 1000:.2f} ms "
+          f"({rest_late / rest_beside:.2f}x)")
 
 
 def langchain_passes(calls: list[list[Any]]) -> float:

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
-__all__ = ["ConversationSlots", "IdentityMemo", "PrefixMap", "changed_positions"]
+__all__ = ["ConversationSlots", "IdentityMemo", "PrefixMap", "changed_positions", "starts_with"]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -72,6 +72,34 @@ def changed_positions(last: Sequence[Any], items: Sequence[Any], max_replaced: i
     yield from range(shared, len(items))
 
 
+def starts_with(copy: list[Any], prefix: Sequence[Any]) -> bool:
+    """Whether ``copy`` starts with ``prefix`` (identical or equal objects, as :func:`changed_positions` counts).
+
+    ``copy`` must be the caller's own list (a fresh copy nobody else sees): it is cut to the length of
+    ``prefix`` for one C-speed list comparison and put back, so neither list is sliced. Slicing a long
+    history touches every message's reference count twice (a cache miss each, on a history spread over
+    a large heap); the comparison reads two arrays of pointers where the objects are the same.
+    Its first, middle and last objects must be the very ones (a history read back as equal copies
+    answers ``False``, and the caller's comparing path then keeps the new objects).
+    """
+    n = len(prefix)
+    if n > len(copy):
+        return False
+    if n == 0:
+        return True
+    if prefix[0] is not copy[0] or prefix[n // 2] is not copy[n // 2] or prefix[n - 1] is not copy[n - 1]:
+        return False
+    head = prefix if isinstance(prefix, list) else list(prefix)
+    if n == len(copy):
+        return bool(copy == head)
+    tail = copy[n:]
+    del copy[n:]
+    try:
+        return bool(copy == head)
+    finally:
+        copy.extend(tail)
+
+
 def _first_difference(last: Sequence[Any], items: Sequence[Any], start: int, stop: int) -> int:
     """The first position in ``[start, stop)`` where the two differ (neither identical nor equal), else ``stop``."""
     def part(seq: Sequence[Any], lo: int, hi: int) -> Sequence[Any]:
@@ -130,8 +158,8 @@ class ConversationSlots(Generic[K, S]):
         """The most recent slot, if any."""
         return self._recent[-1] if self._recent else None
 
-    def put(self, items: Sequence[K], state: S, replacing: list[K] | None = None) -> None:
-        """Keep ``state`` for ``list(items)``.
+    def put(self, items: Sequence[K], state: S, replacing: list[K] | None = None, *, copied: bool = False) -> None:
+        """Keep ``state`` for ``list(items)`` (for ``items`` itself with ``copied``: a copy nobody else holds).
 
         The slot holding the list ``replacing`` gives way to it; without one, the oldest slot does
         when all are taken.
@@ -142,7 +170,7 @@ class ConversationSlots(Generic[K, S]):
             del self._recent[position]
         elif len(self._recent) >= self.size:
             del self._recent[0]
-        self._recent.append((list(items), state))
+        self._recent.append((items if copied and isinstance(items, list) else list(items), state))
 
 
 class PrefixMap(Generic[K, V]):
@@ -170,17 +198,23 @@ class PrefixMap(Generic[K, V]):
 
     def __call__(self, items: Sequence[K]) -> list[V]:
         """The mapped list (treat it as read-only)."""
+        copy = list(items)  # what the slot keeps; also how the usual case is checked without slicing
         with self._lock:
-            mine = self._slots.extended(items) or self._slots.similar(items)
+            extended = self._slots.extended(items)
+            mine = extended or self._slots.similar(items)
             last_in, last_out = mine or self._slots.latest() or ([], [])
         out = last_out[:len(items)]
-        for i in changed_positions(last_in, items):
-            if i < len(out):
-                out[i] = self.func(items[i])
-            else:  # past the shared part positions come in order
+        if extended is not None and starts_with(copy, last_in):  # the usual case: the same list plus new items
+            for i in range(len(last_in), len(items)):
                 out.append(self.func(items[i]))
+        else:
+            for i in changed_positions(last_in, items):
+                if i < len(out):
+                    out[i] = self.func(items[i])
+                else:  # past the shared part positions come in order
+                    out.append(self.func(items[i]))
         with self._lock:  # this conversation's slot gives way to this call
-            self._slots.put(items, out, replacing=last_in if mine else None)
+            self._slots.put(copy, out, replacing=last_in if mine else None, copied=True)
         return out
 
 

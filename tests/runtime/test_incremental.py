@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import posixpath
 import random
 
@@ -189,6 +190,68 @@ def test_changed_positions_names_new_and_replaced_objects():
         named = list(changed_positions(last, now, max_replaced=rng.randint(0, 4)))
         assert named == sorted(set(named))
         assert {i for i in range(len(now)) if i >= len(last) or now[i] is not last[i]} <= set(named)
+
+
+def test_starts_with_answers_as_a_sliced_comparison_and_leaves_both_lists_as_they_were():
+    from deerflow_nb.utils.memo import starts_with
+
+    rng = random.Random(11)
+    pool = [object() for _ in range(8)] + [(i,) for i in range(8)]
+    for _ in range(500):
+        prefix = [rng.choice(pool) for _ in range(rng.randint(0, 40))]
+        if rng.random() < 0.6:  # mostly the usual case: the same objects plus a few new ones
+            items = [*prefix, *(rng.choice(pool) for _ in range(rng.randint(0, 5)))]
+            if items and rng.random() < 0.3:
+                items[rng.randrange(len(items))] = rng.choice(pool)  # one object replaced somewhere
+        else:
+            items = [rng.choice(pool) for _ in range(rng.randint(0, 45))]
+        copy, before = list(items), list(prefix)
+        answer = starts_with(copy, prefix)
+        assert copy == items and all(map(operator.is_, copy, items))  # put back, object for object
+        assert prefix == before
+        sliced = len(prefix) <= len(items) and items[:len(prefix)] == prefix
+        # the same answer as the sliced comparison, except that a list whose first, middle or last
+        # object is an equal copy is left to the caller's comparing path
+        if answer:
+            assert sliced
+        elif sliced and prefix:
+            n = len(prefix)
+            assert any(prefix[i] is not items[i] for i in (0, n // 2, n - 1))
+    # equal copies at the sampled positions: False (the caller's comparing path keeps the new objects)
+    history = [(i,) for i in range(30)]
+    copies = [tuple([h[0]]) for h in history]  # equal, other objects
+    assert copies == history and copies[0] is not history[0]
+    assert not starts_with([*copies, (99,)], history)
+    assert starts_with([*history, (99,)], history) and starts_with(list(history), history)
+    assert starts_with([1], []) and not starts_with([], [1]) and not starts_with(list(history[:5]), history)
+    assert starts_with([*history, 1], tuple(history))  # any sequence as the prefix
+
+
+def test_prefix_maps_answer_like_the_full_pass_when_lists_extend_change_and_come_back_as_copies():
+    looked: list[str] = []
+
+    def upper(m):
+        looked.append(m.id)
+        return m.content.upper()
+
+    mapped = PrefixMap(upper)
+    rng = random.Random(4)
+    history: list = []
+    for step in range(120):
+        roll = rng.random()
+        if roll < 0.6 or not history:  # the next step: the same objects plus new ones
+            history = [*history, *(HumanMessage(f"m{step}-{k}", id=f"m{step}-{k}") for k in range(rng.randint(1, 3)))]
+        elif roll < 0.75:  # a message replaced in place (its id kept)
+            i = rng.randrange(len(history))
+            history = [*history[:i], HumanMessage(f"edit {step}", id=history[i].id), *history[i + 1:]]
+        elif roll < 0.85:  # the history read back: equal copies of every message
+            history = [HumanMessage(m.content, id=m.id) for m in history]
+        else:  # a shorter branch
+            history = history[:rng.randint(0, len(history))]
+        looked.clear()
+        assert mapped(history) == [m.content.upper() for m in history]
+        if roll < 0.6:  # only the new messages were looked at
+            assert len(looked) <= 3
 
 
 def test_run_messages_and_usage_equal_the_full_filter_whatever_the_snapshots():

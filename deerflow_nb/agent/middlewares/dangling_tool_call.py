@@ -15,7 +15,7 @@ from langchain.agents.middleware import ModelRequest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from deerflow_nb.agent.middlewares._base import ModelCallMiddleware
-from deerflow_nb.utils.memo import ConversationSlots, PrefixMap
+from deerflow_nb.utils.memo import ConversationSlots, PrefixMap, starts_with
 
 __all__ = ["PLACEHOLDER", "DanglingToolCallMiddleware", "patch_dangling"]
 
@@ -100,16 +100,17 @@ class _AnsweredFold:
         self._slots: ConversationSlots[CallIds, tuple[set[str], set[str | None]]] = ConversationSlots(slots)
 
     def __call__(self, ids: Sequence[CallIds]) -> bool:
+        copy = list(ids)  # what the slot keeps, and how its list is compared without slicing
         with self._lock:
             found = self._slots.extended(ids)
-            if found is not None and found[0] == ids[:len(found[0])]:  # a list comparison, identity before ==
+            if found is not None and starts_with(copy, found[0]):  # identity before ==, at C speed
                 seen, (asked, answered) = found
             else:
                 seen, asked, answered = [], set(), set()
             new = ids[len(seen):]
             asked.update(chain.from_iterable(map(itemgetter(0), new)))
             answered.update(map(itemgetter(1), new))
-            self._slots.put(ids, (asked, answered), replacing=seen or None)
+            self._slots.put(copy, (asked, answered), replacing=seen or None, copied=True)
             return asked <= answered
 
 
