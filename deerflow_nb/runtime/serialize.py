@@ -11,7 +11,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from deerflow_nb.utils.memo import PrefixMap, changed_positions
+from deerflow_nb.utils.memo import PrefixMap, changed_positions, starts_with
 
 __all__ = ["MessageCache", "message_text", "serialize_message", "serialize_state", "thread_message_cache"]
 
@@ -103,9 +103,13 @@ class MessageCache:
         When ``messages`` is the previous call's list plus messages appended (the thread's next
         run), only the appended ones are looked at (and the few replaced by a copy with the same id).
         """
+        copy = list(messages)  # what is kept for the next call; compared without slicing
         with self._lock:
             last, ids, idless = self._known
-        positions = list(changed_positions(last, messages))
+        if starts_with(copy, last):  # the usual case: the last run's list plus what it appended
+            positions = list(range(len(last), len(messages)))
+        else:
+            positions = list(changed_positions(last, messages))
         # the fast way when messages were only appended, or replaced by copies with the same id
         # (the last run's input comes back from the checkpoint as another object)
         replaced = [i for i in positions if i < len(last)]
@@ -119,7 +123,7 @@ class MessageCache:
             ids = frozenset(map(attrgetter("id"), messages)) - {None, ""}  # C-speed passes
             idless = list(filterfalse(attrgetter("id"), messages))
         with self._lock:
-            self._known = (list(messages), ids, idless)
+            self._known = (copy, ids, idless)
         return ids, list(idless)
 
     def get(self, message: BaseMessage) -> dict[str, Any]:
