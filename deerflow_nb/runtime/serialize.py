@@ -11,7 +11,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from deerflow_nb.utils.memo import PrefixMap, changed_positions, starts_with
+from deerflow_nb.utils.memo import PrefixMap, changed_positions, grow_into
 
 __all__ = ["MessageCache", "message_text", "serialize_message", "serialize_state", "thread_message_cache"]
 
@@ -103,27 +103,28 @@ class MessageCache:
         When ``messages`` is the previous call's list plus messages appended (the thread's next
         run), only the appended ones are looked at (and the few replaced by a copy with the same id).
         """
-        copy = list(messages)  # what is kept for the next call; compared without slicing
-        with self._lock:
+        with self._lock:  # the kept list grows in place: read and changed under the lock only
             last, ids, idless = self._known
-        if starts_with(copy, last):  # the usual case: the last run's list plus what it appended
-            positions = list(range(len(last), len(messages)))
-        else:
-            positions = list(changed_positions(last, messages))
-        # the fast way when messages were only appended, or replaced by copies with the same id
-        # (the last run's input comes back from the checkpoint as another object)
-        replaced = [i for i in positions if i < len(last)]
-        if last and len(messages) >= len(last) and len(replaced) <= 8 and all(
-                messages[i].id and messages[i].id == last[i].id for i in replaced):
-            fresh = [messages[i] for i in positions if i >= len(last)]
-            waiting = [m for m in idless if not m.id]  # the reducer gives an id-less message one in place
-            ids = ids.union([m.id for m in chain(idless, fresh) if m.id])
-            idless = waiting + [m for m in fresh if not m.id]
-        else:
-            ids = frozenset(map(attrgetter("id"), messages)) - {None, ""}  # C-speed passes
-            idless = list(filterfalse(attrgetter("id"), messages))
-        with self._lock:
-            self._known = (copy, ids, idless)
+            shared = len(last)
+            if grow_into(last, messages):  # the usual case: the last run's list plus what it appended
+                positions: list[int] = list(range(shared, len(messages)))
+                kept = last  # grown to messages: kept for the next run
+            else:
+                positions = list(changed_positions(last, messages))
+                kept = list(messages)
+            # the fast way when messages were only appended, or replaced by copies with the same id
+            # (the last run's input comes back from the checkpoint as another object)
+            replaced = [i for i in positions if i < shared]
+            if shared and len(messages) >= shared and len(replaced) <= 8 and all(
+                    messages[i].id and messages[i].id == last[i].id for i in replaced):
+                fresh = [messages[i] for i in positions if i >= shared]
+                waiting = [m for m in idless if not m.id]  # the reducer gives an id-less message one in place
+                ids = ids.union([m.id for m in chain(idless, fresh) if m.id])
+                idless = waiting + [m for m in fresh if not m.id]
+            else:
+                ids = frozenset(map(attrgetter("id"), messages)) - {None, ""}  # C-speed passes
+                idless = list(filterfalse(attrgetter("id"), messages))
+            self._known = (kept, ids, idless)
         return ids, list(idless)
 
     def get(self, message: BaseMessage) -> dict[str, Any]:

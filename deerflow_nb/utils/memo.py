@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
-__all__ = ["ConversationSlots", "IdentityMemo", "PrefixMap", "changed_positions", "starts_with"]
+__all__ = ["ConversationSlots", "IdentityMemo", "PrefixMap", "changed_positions", "grow_into"]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -72,32 +72,32 @@ def changed_positions(last: Sequence[Any], items: Sequence[Any], max_replaced: i
     yield from range(shared, len(items))
 
 
-def starts_with(copy: list[Any], prefix: Sequence[Any]) -> bool:
-    """Whether ``copy`` starts with ``prefix`` (identical or equal objects, as :func:`changed_positions` counts).
+def grow_into(slot: list[Any], items: Sequence[Any]) -> bool:
+    """Make ``slot`` equal ``items`` in place if ``items`` starts with it; whether it did.
 
-    ``copy`` must be the caller's own list (a fresh copy nobody else sees): it is cut to the length of
-    ``prefix`` for one C-speed list comparison and put back, so neither list is sliced. Slicing a long
-    history touches every message's reference count twice (a cache miss each, on a history spread over
-    a large heap); the comparison reads two arrays of pointers where the objects are the same.
-    Its first, middle and last objects must be the very ones (a history read back as equal copies
-    answers ``False``, and the caller's comparing path then keeps the new objects).
+    "Starts with" counts identical or equal objects, as :func:`changed_positions` does; a ``slot``
+    that ``items`` does not start with is left as it was. ``slot`` must be a list of the caller's own
+    that nothing reads without the caller's lock. The usual next call of a conversation is its last
+    list plus a few items: appending those and comparing the whole lists is one C-speed pass over two
+    arrays of pointers. Copying or slicing the history instead touches every message's reference count
+    (a cache miss each, once a long history is spread over a large heap). The first, middle and last
+    objects must be the very ones: a history read back as equal copies answers ``False``, so that the
+    caller's comparing path keeps the new objects.
     """
-    n = len(prefix)
-    if n > len(copy):
+    n = len(slot)
+    if n > len(items) or not isinstance(items, list):
         return False
-    if n == 0:
-        return True
-    if prefix[0] is not copy[0] or prefix[n // 2] is not copy[n // 2] or prefix[n - 1] is not copy[n - 1]:
+    if n and (slot[0] is not items[0] or slot[n // 2] is not items[n // 2] or slot[n - 1] is not items[n - 1]):
         return False
-    head = prefix if isinstance(prefix, list) else list(prefix)
-    if n == len(copy):
-        return bool(copy == head)
-    tail = copy[n:]
-    del copy[n:]
+    slot.extend(items[n:])
     try:
-        return bool(copy == head)
-    finally:
-        copy.extend(tail)
+        if slot == items:
+            return True
+    except BaseException:
+        del slot[n:]
+        raise
+    del slot[n:]
+    return False
 
 
 def _first_difference(last: Sequence[Any], items: Sequence[Any], start: int, stop: int) -> int:
@@ -158,8 +158,8 @@ class ConversationSlots(Generic[K, S]):
         """The most recent slot, if any."""
         return self._recent[-1] if self._recent else None
 
-    def put(self, items: Sequence[K], state: S, replacing: list[K] | None = None, *, copied: bool = False) -> None:
-        """Keep ``state`` for ``list(items)`` (for ``items`` itself with ``copied``: a copy nobody else holds).
+    def put(self, items: Sequence[K], state: S, replacing: list[K] | None = None) -> None:
+        """Keep ``state`` for ``list(items)``.
 
         The slot holding the list ``replacing`` gives way to it; without one, the oldest slot does
         when all are taken.
@@ -170,7 +170,16 @@ class ConversationSlots(Generic[K, S]):
             del self._recent[position]
         elif len(self._recent) >= self.size:
             del self._recent[0]
-        self._recent.append((items if copied and isinstance(items, list) else list(items), state))
+        self._recent.append((list(items), state))
+
+    def update(self, slot_in: list[K], state: S) -> None:
+        """Give the slot whose list is ``slot_in`` (grown in place: :func:`grow_into`) ``state``, as the most recent."""
+        position = next((p for p, (held, _) in enumerate(self._recent) if held is slot_in), -1)
+        if position >= 0:
+            del self._recent[position]
+        elif len(self._recent) >= self.size:
+            del self._recent[0]
+        self._recent.append((slot_in, state))
 
 
 class PrefixMap(Generic[K, V]):
@@ -198,24 +207,70 @@ class PrefixMap(Generic[K, V]):
 
     def __call__(self, items: Sequence[K]) -> list[V]:
         """The mapped list (treat it as read-only)."""
-        copy = list(items)  # what the slot keeps; also how the usual case is checked without slicing
-        with self._lock:
-            extended = self._slots.extended(items)
-            mine = extended or self._slots.similar(items)
+        with self._lock:  # slot lists change in place: read and changed under the lock only
+            mine = self._slots.extended(items) or self._slots.similar(items)
+            if mine is not None:
+                grown = self._grow(mine[0], mine[1], items)
+                if grown is not None:
+                    return grown
             last_in, last_out = mine or self._slots.latest() or ([], [])
-        out = last_out[:len(items)]
-        if extended is not None and starts_with(copy, last_in):  # the usual case: the same list plus new items
-            for i in range(len(last_in), len(items)):
-                out.append(self.func(items[i]))
-        else:
+            out = last_out[:len(items)]
             for i in changed_positions(last_in, items):
                 if i < len(out):
                     out[i] = self.func(items[i])
                 else:  # past the shared part positions come in order
                     out.append(self.func(items[i]))
-        with self._lock:  # this conversation's slot gives way to this call
-            self._slots.put(copy, out, replacing=last_in if mine else None, copied=True)
+            self._slots.put(items, out, replacing=last_in if mine else None)  # this conversation's slot
+            return out
+
+    def _grow(self, last_in: list[K], last_out: list[V], items: Sequence[K]) -> list[V] | None:
+        """The usual calls, without copying or slicing the history; ``None`` for the comparing path.
+
+        A conversation's next list is its last one with new items at the end, where a few of the last
+        ones may have come back as equal copies (a run's messages read back from the checkpoint) and
+        the first may be new (a context message put first on every call). The slot's own list is made
+        ``items`` in place (``[0]`` and the tail swapped in) and compared whole at C speed, identity
+        before ``==``; only the positions that really changed cost a call of ``func``.
+        """
+        n, m = len(last_in), len(items)
+        if not n or not m or not isinstance(items, list):
+            return None
+        k = min(n, m)  # the identical stretch ends at k: look back over the last few positions
+        floor = max(1, k - _TAIL)
+        while k > floor and last_in[k - 1] is not items[k - 1]:
+            k -= 1
+        if k > 1 and (last_in[k - 1] is not items[k - 1] or last_in[k // 2] is not items[k // 2]):
+            return None  # not this list plus a few changes (or a history read back as copies)
+        first, tail = last_in[0], last_in[k:]
+        last_in[0] = items[0]
+        del last_in[k:]
+        last_in.extend(items[k:])
+
+        def restore() -> None:
+            del last_in[k:]
+            last_in.extend(tail)
+            last_in[0] = first
+
+        try:
+            if last_in != items:
+                restore()
+                return None
+            changed = [] if first is items[0] or first == items[0] else [0]
+            changed += [i for i in range(max(k, 1), min(n, m)) if not _same(tail[i - k], items[i])]
+            out = last_out[:m]
+            for i in changed:
+                out[i] = self.func(items[i])
+            out.extend(map(self.func, items[n:]))
+        except BaseException:
+            restore()
+            raise
+        self._slots.update(last_in, out)
         return out
+
+
+#: How many positions at the end of a conversation's last list may hold other objects for
+#: :meth:`PrefixMap._grow` (a run's messages read back from the checkpoint: a handful).
+_TAIL = 16
 
 
 def _same(a: Any, b: Any) -> bool:

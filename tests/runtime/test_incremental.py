@@ -192,39 +192,37 @@ def test_changed_positions_names_new_and_replaced_objects():
         assert {i for i in range(len(now)) if i >= len(last) or now[i] is not last[i]} <= set(named)
 
 
-def test_starts_with_answers_as_a_sliced_comparison_and_leaves_both_lists_as_they_were():
-    from deerflow_nb.utils.memo import starts_with
+def test_grow_into_answers_as_a_sliced_comparison_and_grows_the_slot_only_when_it_is_a_prefix():
+    from deerflow_nb.utils.memo import grow_into
 
     rng = random.Random(11)
     pool = [object() for _ in range(8)] + [(i,) for i in range(8)]
     for _ in range(500):
-        prefix = [rng.choice(pool) for _ in range(rng.randint(0, 40))]
+        slot = [rng.choice(pool) for _ in range(rng.randint(0, 40))]
         if rng.random() < 0.6:  # mostly the usual case: the same objects plus a few new ones
-            items = [*prefix, *(rng.choice(pool) for _ in range(rng.randint(0, 5)))]
+            items = [*slot, *(rng.choice(pool) for _ in range(rng.randint(0, 5)))]
             if items and rng.random() < 0.3:
                 items[rng.randrange(len(items))] = rng.choice(pool)  # one object replaced somewhere
         else:
             items = [rng.choice(pool) for _ in range(rng.randint(0, 45))]
-        copy, before = list(items), list(prefix)
-        answer = starts_with(copy, prefix)
-        assert copy == items and all(map(operator.is_, copy, items))  # put back, object for object
-        assert prefix == before
-        sliced = len(prefix) <= len(items) and items[:len(prefix)] == prefix
-        # the same answer as the sliced comparison, except that a list whose first, middle or last
-        # object is an equal copy is left to the caller's comparing path
-        if answer:
-            assert sliced
-        elif sliced and prefix:
-            n = len(prefix)
-            assert any(prefix[i] is not items[i] for i in (0, n // 2, n - 1))
-    # equal copies at the sampled positions: False (the caller's comparing path keeps the new objects)
+        before, given = list(slot), list(items)
+        grown = grow_into(slot, items)
+        assert items == given and all(map(operator.is_, items, given))  # the caller's list is untouched
+        if grown:  # the slot became items, object for object past its old end
+            assert items[:len(before)] == before and slot == items
+            assert all(map(operator.is_, slot[len(before):], items[len(before):]))
+        else:  # left as it was: a prefix only when an equal copy stands at its first, middle or last place
+            assert slot == before and all(map(operator.is_, slot, before))
+            if len(before) <= len(items) and items[:len(before)] == before and before:
+                n = len(before)
+                assert any(before[i] is not items[i] for i in (0, n // 2, n - 1))
     history = [(i,) for i in range(30)]
     copies = [tuple([h[0]]) for h in history]  # equal, other objects
     assert copies == history and copies[0] is not history[0]
-    assert not starts_with([*copies, (99,)], history)
-    assert starts_with([*history, (99,)], history) and starts_with(list(history), history)
-    assert starts_with([1], []) and not starts_with([], [1]) and not starts_with(list(history[:5]), history)
-    assert starts_with([*history, 1], tuple(history))  # any sequence as the prefix
+    assert not grow_into(list(history), [*copies, (99,)])
+    assert grow_into(list(history), [*history, (99,)]) and grow_into(list(history), list(history))
+    assert grow_into([], [1]) and not grow_into([1], []) and not grow_into(list(history), history[:5])
+    assert not grow_into(list(history), (*history, 1))  # a tuple is compared the slow way by the caller
 
 
 def test_prefix_maps_answer_like_the_full_pass_when_lists_extend_change_and_come_back_as_copies():

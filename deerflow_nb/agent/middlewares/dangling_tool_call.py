@@ -15,7 +15,7 @@ from langchain.agents.middleware import ModelRequest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from deerflow_nb.agent.middlewares._base import ModelCallMiddleware
-from deerflow_nb.utils.memo import ConversationSlots, PrefixMap, starts_with
+from deerflow_nb.utils.memo import ConversationSlots, PrefixMap, grow_into
 
 __all__ = ["PLACEHOLDER", "DanglingToolCallMiddleware", "patch_dangling"]
 
@@ -100,17 +100,21 @@ class _AnsweredFold:
         self._slots: ConversationSlots[CallIds, tuple[set[str], set[str | None]]] = ConversationSlots(slots)
 
     def __call__(self, ids: Sequence[CallIds]) -> bool:
-        copy = list(ids)  # what the slot keeps, and how its list is compared without slicing
         with self._lock:
             found = self._slots.extended(ids)
-            if found is not None and starts_with(copy, found[0]):  # identity before ==, at C speed
-                seen, (asked, answered) = found
-            else:
-                seen, asked, answered = [], set(), set()
-            new = ids[len(seen):]
-            asked.update(chain.from_iterable(map(itemgetter(0), new)))
-            answered.update(map(itemgetter(1), new))
-            self._slots.put(copy, (asked, answered), replacing=seen or None, copied=True)
+            seen = found[0] if found is not None else None
+            shared = len(seen) if seen is not None else 0
+            if seen is not None and grow_into(seen, ids):  # the slot's list now equals ids
+                asked, answered = found[1]  # type: ignore[index]
+                new = ids[shared:]
+                asked.update(chain.from_iterable(map(itemgetter(0), new)))
+                answered.update(map(itemgetter(1), new))
+                self._slots.update(seen, (asked, answered))
+                return asked <= answered
+            asked, answered = set(), set()
+            asked.update(chain.from_iterable(map(itemgetter(0), ids)))
+            answered.update(map(itemgetter(1), ids))
+            self._slots.put(ids, (asked, answered), replacing=seen)
             return asked <= answered
 
 
