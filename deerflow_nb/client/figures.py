@@ -176,11 +176,23 @@ def _plotly_png(figure_json: str) -> tuple[bytes | None, str]:
     if importlib.util.find_spec("kaleido") is None:
         return None, "kaleido is not installed"
     import plotly.io as pio
+    from kaleido.errors import JavascriptError
 
-    try:
-        return pio.to_image(pio.from_json(figure_json), format="png"), ""
-    except Exception as exc:  # no Chrome / Chromium for kaleido, a renderer crash: attach without an image
-        return None, f"kaleido could not render it ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
+    failure: Exception | None = None
+    for _ in range(_RENDER_ATTEMPTS):
+        try:
+            return pio.to_image(pio.from_json(figure_json), format="png"), ""
+        except JavascriptError as exc:  # its page's script not loaded yet (a busy machine): try again
+            failure = exc
+        except Exception as exc:  # no Chrome / Chromium for kaleido, a renderer crash: attach without an image
+            failure = exc
+            break
+    assert failure is not None
+    return None, f"kaleido could not render it ({type(failure).__name__}: {str(failure).splitlines()[0][:200]})"
+
+
+#: Tries of one figure's PNG when kaleido's page answers with a JavaScript error.
+_RENDER_ATTEMPTS = 3
 
 
 def plotly_parts(obj: Any) -> list[Part]:

@@ -226,3 +226,45 @@ def test_loading_a_plotly_figure_needs_plotly(monkeypatch):
     monkeypatch.setitem(sys.modules, "plotly", None)
     with pytest.raises(UsageError, match="c.plotly.json is a Plotly figure: install plotly"):
         load_object("/o/c.plotly.json", text.encode(), "application/json")
+
+
+def test_a_plotly_png_is_tried_again_when_kaleidos_page_was_not_ready(monkeypatch):
+    """kaleido answers "kaleido_scopes is not defined" when its page's script has not loaded yet (a busy
+    machine): the render is tried again instead of attaching the figure without its PNG."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+    from kaleido.errors import JavascriptError
+
+    from deerflow_nb.client.figures import _RENDER_ATTEMPTS, _plotly_png
+
+    calls: list[int] = []
+
+    def flaky(figure, format):
+        calls.append(1)
+        if len(calls) < _RENDER_ATTEMPTS:
+            raise JavascriptError("ReferenceError: kaleido_scopes is not defined")
+        return b"\x89PNG rendered"
+
+    monkeypatch.setattr(pio, "to_image", flaky)
+    figure = go.Figure(go.Bar(x=[1, 2], y=[3, 4])).to_json()
+    assert _plotly_png.__wrapped__(figure) == (b"\x89PNG rendered", "")
+    assert len(calls) == _RENDER_ATTEMPTS
+
+    def broken(figure, format):
+        calls.append(1)
+        raise JavascriptError("ReferenceError: kaleido_scopes is not defined")
+
+    calls.clear()
+    monkeypatch.setattr(pio, "to_image", broken)
+    png, why = _plotly_png.__wrapped__(figure)
+    assert png is None and "JavascriptError" in why and "kaleido_scopes" in why
+    assert len(calls) == _RENDER_ATTEMPTS  # given up after the last try, not at the first
+
+    def no_browser(figure, format):
+        calls.append(1)
+        raise RuntimeError("Chrome not found")
+
+    calls.clear()
+    monkeypatch.setattr(pio, "to_image", no_browser)
+    assert _plotly_png.__wrapped__(figure) == (None, "kaleido could not render it (RuntimeError: Chrome not found)")
+    assert len(calls) == 1  # other failures are not retried
