@@ -396,3 +396,34 @@ def test_the_answered_calls_fold_equals_the_full_check_for_conversations_taking_
         entry = ((call,), None) if rng.random() < 0.5 else ((), rng.choice([call, f"c{k}-{step - 1}"]))
         lists[k] = [*lists[k], entry]
         assert fold(lists[k]) == _all_answered(lists[k])
+
+
+def test_a_prefix_map_shared_by_threads_answers_each_like_the_full_pass():
+    """Slot lists grow in place under the map's lock: threads calling one map at once (a server's runs, two
+    clients in one process) each get the full pass's answer for their own conversation."""
+    import threading
+
+    mapped = PrefixMap(lambda m: m.content.upper())
+    failures: list[str] = []
+    start = threading.Barrier(4)
+
+    def converse(name: str) -> None:
+        rng = random.Random(name)
+        history = [HumanMessage(f"{name}-{i}", id=f"{name}-{i}") for i in range(200)]
+        start.wait()
+        for step in range(150):
+            if rng.random() < 0.8:
+                history = [*history, AIMessage(f"{name}-s{step}", id=f"{name}-s{step}")]
+            else:  # read back as equal copies, or a context message put first
+                history = [HumanMessage(m.content, id=m.id) for m in history] if rng.random() < 0.5 else \
+                    [HumanMessage(f"note {step}", id=f"{name}-note{step}"), *history[1:]]
+            if mapped(history) != [m.content.upper() for m in history]:
+                failures.append(f"{name} at step {step}")
+
+    threads = [threading.Thread(target=converse, args=(name,)) for name in "abcd"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads)
+    assert failures == []
