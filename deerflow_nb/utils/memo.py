@@ -164,17 +164,15 @@ class ConversationSlots(Generic[K, S]):
         The slot holding the list ``replacing`` gives way to it; without one, the oldest slot does
         when all are taken.
         """
-        position = next((p for p, (slot_in, _) in enumerate(self._recent) if slot_in is replacing), -1) \
-            if replacing is not None else -1
-        if position >= 0:
-            del self._recent[position]
-        elif len(self._recent) >= self.size:
-            del self._recent[0]
-        self._recent.append((list(items), state))
+        self._keep(list(items), state, replacing)
 
     def update(self, slot_in: list[K], state: S) -> None:
         """Give the slot whose list is ``slot_in`` (grown in place: :func:`grow_into`) ``state``, as the most recent."""
-        position = next((p for p, (held, _) in enumerate(self._recent) if held is slot_in), -1)
+        self._keep(slot_in, state, slot_in)
+
+    def _keep(self, slot_in: list[K], state: S, replacing: list[K] | None) -> None:
+        position = next((p for p, (held, _) in enumerate(self._recent) if held is replacing), -1) \
+            if replacing is not None else -1
         if position >= 0:
             del self._recent[position]
         elif len(self._recent) >= self.size:

@@ -102,19 +102,16 @@ class _AnsweredFold:
     def __call__(self, ids: Sequence[CallIds]) -> bool:
         with self._lock:
             found = self._slots.extended(ids)
-            seen = found[0] if found is not None else None
-            shared = len(seen) if seen is not None else 0
-            if seen is not None and grow_into(seen, ids):  # the slot's list now equals ids
-                asked, answered = found[1]  # type: ignore[index]
-                new = ids[shared:]
-                asked.update(chain.from_iterable(map(itemgetter(0), new)))
-                answered.update(map(itemgetter(1), new))
-                self._slots.update(seen, (asked, answered))
-                return asked <= answered
-            asked, answered = set(), set()
-            asked.update(chain.from_iterable(map(itemgetter(0), ids)))
-            answered.update(map(itemgetter(1), ids))
-            self._slots.put(ids, (asked, answered), replacing=seen)
+            shared = len(found[0]) if found is not None else 0
+            if found is not None and grow_into(found[0], ids):  # the slot's list now equals ids: fold the rest
+                slot, (asked, answered) = found
+                self._slots.update(slot, (asked, answered))
+            else:
+                shared, asked, answered = 0, set(), set()
+                self._slots.put(ids, (asked, answered), replacing=found[0] if found is not None else None)
+            new = ids[shared:]
+            asked.update(chain.from_iterable(map(itemgetter(0), new)))
+            answered.update(map(itemgetter(1), new))
             return asked <= answered
 
 
