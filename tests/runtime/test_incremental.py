@@ -405,7 +405,7 @@ def test_a_prefix_map_shared_by_threads_answers_each_like_the_full_pass():
 
     mapped = PrefixMap(lambda m: m.content.upper())
     failures: list[str] = []
-    start = threading.Barrier(4)
+    start = threading.Barrier(4, timeout=60)  # a thread that died early breaks it instead of hanging the rest
 
     def converse(name: str) -> None:
         rng = random.Random(name)
@@ -420,7 +420,7 @@ def test_a_prefix_map_shared_by_threads_answers_each_like_the_full_pass():
             if mapped(history) != [m.content.upper() for m in history]:
                 failures.append(f"{name} at step {step}")
 
-    threads = [threading.Thread(target=converse, args=(name,)) for name in "abcd"]
+    threads = [threading.Thread(target=converse, args=(name,), daemon=True) for name in "abcd"]
     for thread in threads:
         thread.start()
     for thread in threads:
