@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from deerflow_nb.errors import (
+    AnswerError,
     ConfigError,
     DeerFlowError,
     HumanInputRequired,
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
+    "AnswerError",
     "ConfigError",
     "DeerFlow",
     "DeerFlowError",

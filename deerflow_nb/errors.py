@@ -27,7 +27,9 @@ Hierarchy::
         │                               model_unavailable, model_auth, context_overflow)
         ├── ToolBudgetError            (the run ran out of steps: recursion_limit)
         ├── RunTimeoutError            (the run passed its ``timeout``; also a ``TimeoutError``)
-        └── RunInterruptedError        (cancelled, kernel interrupt, orphan_recovered)
+        ├── RunInterruptedError        (cancelled, kernel interrupt, orphan_recovered)
+        └── AnswerError                (no trustworthy answer: empty_answer, raw_tool_call, instruction_echo,
+                                        ungrounded_answer, unanswered_part, undelivered_outputs)
 
 Every :class:`RunError` carries ``run_id``, ``status``, ``stop_reason`` and ``cause`` (the
 message of what went wrong); :func:`run_error` picks the subclass. In IPython a
@@ -40,7 +42,9 @@ from typing import Any
 
 __all__ = [
     "HTTP_STATUSES",
+    "ANSWER_STOP_REASONS",
     "AdminRequiredError",
+    "AnswerError",
     "CheckpointModeMismatchError",
     "CheckpointModeReconfigurationError",
     "ConfigError",
@@ -68,6 +72,9 @@ __all__ = [
     "UsageError",
 ]
 
+#: ``stop_reason`` values of runs whose answer could not be trusted (see :class:`AnswerError`).
+ANSWER_STOP_REASONS = frozenset({"empty_answer", "raw_tool_call", "instruction_echo", "ungrounded_answer",
+                                 "unanswered_part", "undelivered_outputs"})
 #: ``stop_reason`` values of failed model calls (see :class:`ModelCallError`).
 MODEL_STOP_REASONS = frozenset({"model_error", "model_timeout", "rate_limited", "model_unavailable", "model_auth",
                                 "context_overflow"})
@@ -215,6 +222,17 @@ class RunInterruptedError(RunError):
     """The run was cut short (cancelled, kernel interrupt, or its process stopped); the partial answer is kept."""
 
 
+class AnswerError(RunError):
+    """The run produced no answer that may be presented as one, even after a repair turn.
+
+    Raised inside a run by the answer checks (``stop_reason`` in :data:`ANSWER_STOP_REASONS`): an
+    empty reply, a tool call written as text, the prompt's instructions echoed, placeholders or
+    numbers no tool computed, a part of the question left unanswered (or a program that kept
+    failing), or a file the user asked for that was not written. ``cause`` says what could not be
+    done. The run ends with status ``error``; nothing is stored as its answer.
+    """
+
+
 def run_error(*, run_id: str | None, status: str, stop_reason: str | None, cause: str | None,
               detail: Any = None) -> RunError:
     """The :class:`RunError` (subclass) describing a run that did not succeed."""
@@ -227,6 +245,8 @@ def run_error(*, run_id: str | None, status: str, stop_reason: str | None, cause
         cls = ModelCallError
     elif stop_reason == "recursion_limit":
         cls = ToolBudgetError
+    elif stop_reason in ANSWER_STOP_REASONS:
+        cls = AnswerError
     reason = f" ({stop_reason})" if stop_reason else ""
     text = (cause or status).strip().splitlines()[0] if (cause or status).strip() else status
     message = f"run {run_id} ended with status {status}{reason}: {text}"

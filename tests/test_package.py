@@ -10,7 +10,7 @@ PKG = Path(deerflow_nb.__file__).parent
 
 def test_public_api_is_pinned():
     assert deerflow_nb.__all__ == [
-        "ConfigError", "DeerFlow", "DeerFlowError", "HumanInputRequired", "ModelCallError", "ModelNotFoundError",
+        "AnswerError", "ConfigError", "DeerFlow", "DeerFlowError", "HumanInputRequired", "ModelCallError", "ModelNotFoundError",
         "NoModelConfiguredError", "NotFoundError", "Run", "RunError", "RunInterruptedError", "RunTimeoutError",
         "SandboxError", "SandboxPathError", "SandboxTimeoutError", "StreamEvent", "SyncInAsyncError", "Thread",
         "ThreadBusyError", "ToolBudgetError", "UsageError", "__version__", "load_ipython_extension",

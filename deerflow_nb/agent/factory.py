@@ -14,6 +14,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from deerflow_nb.agent.checkpoint_mode import MODE_MARKER, freeze_checkpoint_mode, register_delta_folds
 from deerflow_nb.agent.middlewares import (
+    AnswerCheckMiddleware,
     ClarificationMiddleware,
     DanglingToolCallMiddleware,
     DynamicContextMiddleware,
@@ -21,12 +22,12 @@ from deerflow_nb.agent.middlewares import (
     LLMErrorHandlingMiddleware,
     LoopDetectionMiddleware,
     ModelLengthFinishReasonMiddleware,
+    ProgramAnswerMiddleware,
     ReadBeforeWriteMiddleware,
     SandboxAuditMiddleware,
     SandboxMiddleware,
     SummarizationMiddleware,
     SystemMessageCoalescingMiddleware,
-    TerminalResponseMiddleware,
     ThreadDataMiddleware,
     TitleMiddleware,
     TodoListMiddleware,
@@ -147,7 +148,11 @@ def build_middlewares(
     if config.loop_detection.enabled:
         chain.append(LoopDetectionMiddleware(config.loop_detection.warn_threshold, config.loop_detection.hard_limit))
     chain += list(slots.get("custom", ()))
-    chain += [TerminalResponseMiddleware(), ModelLengthFinishReasonMiddleware(), ClarificationMiddleware()]
+    small = options.profile == "small"
+    chain.append(AnswerCheckMiddleware(grounding=config.answers.grounds(small)))
+    if small:
+        chain.append(ProgramAnswerMiddleware(max_programs=config.answers.max_programs))
+    chain += [ModelLengthFinishReasonMiddleware(), ClarificationMiddleware()]
     # innermost around the model: a retry repeats only the provider call
     chain.append(_retry_middleware(config, options))
     return chain

@@ -301,6 +301,25 @@ class LoopDetectionConfig(_Section):
     hard_limit: int = Field(default=5, gt=0)
 
 
+class AnswersConfig(_Section):
+    """Checks on final answers (every profile) and the small profile's program loop.
+
+    A final answer that is empty, a tool call written as text, an echo of the instructions, a plan
+    in prose or full of placeholders gets one repair turn and then ends the run as an error. With
+    numeric grounding on, so does an answer stating numbers no tool result of the run printed.
+    """
+
+    numeric_grounding: Literal["small", "always", "never"] = Field(
+        default="small", description="check the numbers of answers: for the small profile only (default), "
+                                     "for every profile, or never")
+    max_programs: int = Field(default=3, ge=1, le=10,
+                              description="small profile: programs tried for one question before the run fails")
+
+    def grounds(self, small: bool) -> bool:
+        """Whether numeric grounding applies to a run of the small (``True``) or normal profile."""
+        return self.numeric_grounding == "always" or (self.numeric_grounding == "small" and small)
+
+
 class ReadBeforeWriteConfig(_Section):
     """Refuse edits of files the agent has not read in their current version."""
 
@@ -390,6 +409,7 @@ class AppConfig(BaseModel):
     runs: RunsConfig = Field(default_factory=RunsConfig)
     token_usage: TokenUsageConfig = Field(default_factory=TokenUsageConfig)
     loop_detection: LoopDetectionConfig = Field(default_factory=LoopDetectionConfig)
+    answers: AnswersConfig = Field(default_factory=AnswersConfig)
     read_before_write: ReadBeforeWriteConfig = Field(default_factory=ReadBeforeWriteConfig)
     tool_output_budget: ToolOutputBudgetConfig = Field(default_factory=ToolOutputBudgetConfig)
     tool_search: ToolSearchConfig = Field(default_factory=ToolSearchConfig)

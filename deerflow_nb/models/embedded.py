@@ -39,6 +39,7 @@ from deerflow_nb.models.embedded_server import (
     get_embedded_server,
 )
 from deerflow_nb.models.grammar import render_tools, tool_call_grammar
+from deerflow_nb.models.program_mode import ProgramRequest, ProgramStream, code_tools, program_message, program_request
 from deerflow_nb.models.toolcall_parser import parse_tool_calls
 from deerflow_nb.models.toolcall_stream import TOOL_KWARGS, ChunkFilter, only_repeats, tool_names_from_kwargs
 from deerflow_nb.models.weights import EMBEDDED_INSTALL_HINT, ensure_weights
@@ -66,7 +67,7 @@ EMBEDDED_TOOL_PROMPT = (
 #: How tools are shown to the model in ``grammar`` and ``tolerant`` mode, after the one-line list.
 TOOL_CALL_EXAMPLE = (
     "To call a tool, reply with only:\n<tool_call>\n"
-    '{"name": "table_stats", "arguments": {"path": "/mnt/user-data/uploads/data.csv"}}\n</tool_call>'
+    '{"name": "read_file", "arguments": {"path": "/mnt/user-data/uploads/notes.txt"}}\n</tool_call>'
 )
 
 ToolMode = Literal["grammar", "tolerant", "native"]
@@ -115,6 +116,9 @@ class EmbeddedChatModel(BaseChatModel):
     @property
     def _llm_type(self) -> str:
         return "deerflow-embedded"
+
+    #: The agent may start a program for this model (``code_prefix``; see :mod:`.program_mode`).
+    supports_code_prefix: bool = True
 
     @property
     def deerflow_profile(self) -> str:
@@ -207,6 +211,16 @@ class EmbeddedChatModel(BaseChatModel):
             request["extra_body"] = extra
         return prepared, request
 
+    def _program(self, messages: list[BaseMessage], names: frozenset[str],
+                 kwargs: dict[str, Any]) -> ProgramRequest | None:
+        """The program-mode request when every bound tool is a code tool (see :mod:`.program_mode`), else ``None``."""
+        if not names or self.tool_mode == "native":
+            return None
+        codes = code_tools(list(kwargs.get("tools") or ()))
+        if codes != names:
+            return None
+        return program_request(messages, kwargs, codes, drop=TOOL_KWARGS)
+
     def _with_system_text(self, messages: list[BaseMessage], text: str | None) -> list[BaseMessage]:
         """``messages`` with ``text`` appended to the system message (or as one), once."""
         if not text:
@@ -272,6 +286,13 @@ class EmbeddedChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         names = tool_names_from_kwargs(kwargs)
+        program = self._program(messages, names, kwargs)
+        if program is not None:
+            inner = self.ensure_started()
+            self._snapshot_step(program.messages, after=False)
+            result = inner._generate(program.messages, stop=program.stop(stop), **program.kwargs)
+            self._snapshot_step(program.messages, after=True)
+            return _program_result(result, program)
         prepared, kwargs = self._prepare(messages, names, kwargs)
         inner = self.ensure_started()
         self._snapshot_step(prepared, after=False)
@@ -290,6 +311,13 @@ class EmbeddedChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         names = tool_names_from_kwargs(kwargs)
+        program = self._program(messages, names, kwargs)
+        if program is not None:
+            inner = await self._ainner()
+            await self._asnapshot_step(program.messages, after=False)
+            result = await inner._agenerate(program.messages, stop=program.stop(stop), **program.kwargs)
+            await self._asnapshot_step(program.messages, after=True)
+            return _program_result(result, program)
         prepared, kwargs = self._prepare(messages, names, kwargs)
         inner = await self._ainner()
         await self._asnapshot_step(prepared, after=False)
@@ -308,6 +336,18 @@ class EmbeddedChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         names = tool_names_from_kwargs(kwargs)
+        program = self._program(messages, names, kwargs)
+        if program is not None:
+            inner = self.ensure_started()
+            self._snapshot_step(program.messages, after=False)
+            stream, report = ProgramStream(program), _progress_reporter()
+            for chunk in inner._stream(program.messages, stop=program.stop(stop), **program.kwargs):
+                report(chunk)
+                if (out := stream.feed(chunk)) is not None:
+                    yield _reported(out, run_manager)
+            self._snapshot_step(program.messages, after=True)
+            yield _reported(stream.finish(), run_manager)
+            return
         prepared, kwargs = self._prepare(messages, names, kwargs)
         inner = self.ensure_started()
         self._snapshot_step(prepared, after=False)
@@ -336,6 +376,18 @@ class EmbeddedChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
         names = tool_names_from_kwargs(kwargs)
+        program = self._program(messages, names, kwargs)
+        if program is not None:
+            inner = await self._ainner()
+            await self._asnapshot_step(program.messages, after=False)
+            stream, report = ProgramStream(program), _progress_reporter()
+            async for chunk in inner._astream(program.messages, stop=program.stop(stop), **program.kwargs):
+                report(chunk)
+                if (out := stream.feed(chunk)) is not None:
+                    yield await _areported(out, run_manager)
+            await self._asnapshot_step(program.messages, after=True)
+            yield await _areported(stream.finish(), run_manager)
+            return
         prepared, kwargs = self._prepare(messages, names, kwargs)
         inner = await self._ainner()
         await self._asnapshot_step(prepared, after=False)
@@ -355,6 +407,16 @@ class EmbeddedChatModel(BaseChatModel):
                     yield await _areported(out, run_manager)
             tail = flt.finish()
         yield await _areported(flt.last_chunk(tail, with_calls=not repeated), run_manager)
+
+
+def _program_result(result: ChatResult, program: ProgramRequest) -> ChatResult:
+    """``result`` with each reply's program turned into a call (see :func:`.program_mode.program_message`)."""
+    generations = [
+        ChatGeneration(message=program_message(g.message, program) if isinstance(g.message, AIMessage) else g.message,
+                       generation_info=g.generation_info)
+        for g in result.generations
+    ]
+    return ChatResult(generations=generations, llm_output=result.llm_output)
 
 
 def _progress_reporter(every: int = 8) -> Any:

@@ -12,6 +12,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from deerflow_nb.agent.middlewares import (
+    AnswerCheckMiddleware,
     ClarificationMiddleware,
     DanglingToolCallMiddleware,
     DynamicContextMiddleware,
@@ -24,7 +25,6 @@ from deerflow_nb.agent.middlewares import (
     SandboxMiddleware,
     SummarizationMiddleware,
     SystemMessageCoalescingMiddleware,
-    TerminalResponseMiddleware,
     ThreadDataMiddleware,
     TitleMiddleware,
     TodoListMiddleware,
@@ -36,13 +36,12 @@ from deerflow_nb.agent.middlewares import (
 )
 from deerflow_nb.agent.middlewares.chain import MiddlewareChain, merge_updates
 from deerflow_nb.agent.middlewares.dangling_tool_call import PLACEHOLDER
-from deerflow_nb.agent.middlewares.llm_error_handling import ERROR_FLAG
 from deerflow_nb.agent.middlewares.todo_list import validate_todos, write_todos
 from deerflow_nb.agent.reducers import CLEAR
 from deerflow_nb.config import Paths
 from deerflow_nb.config.schema import SummarizationConfig, TitleConfig
 from deerflow_nb.context import RunContext
-from deerflow_nb.errors import ModelCallError
+from deerflow_nb.errors import AnswerError, ModelCallError
 from deerflow_nb.sandbox import LocalSandboxProvider
 from deerflow_nb.testing import ScriptedChatModel
 
@@ -163,7 +162,7 @@ def test_llm_error_handling_raises_a_classified_error_instead_of_answering():
     assert caught.value.detail["type"] == "ValueError"
 
 
-def test_terminal_response_retries_once_then_falls_back():
+def test_answer_check_retries_an_empty_answer_once_then_fails_honestly():
     calls = []
 
     def empty(request):
@@ -172,19 +171,36 @@ def test_terminal_response_retries_once_then_falls_back():
 
     after_tool = [HumanMessage("q"), AIMessage("", tool_calls=[{"name": "ls", "args": {}, "id": "t"}]),
                   ToolMessage("r", tool_call_id="t")]
-    result = TerminalResponseMiddleware().wrap_model_call(make_request(after_tool), empty)
+    with pytest.raises(AnswerError) as caught:
+        AnswerCheckMiddleware().wrap_model_call(make_request(after_tool), empty)
+    assert caught.value.stop_reason == "empty_answer"
     assert len(calls) == 2
-    assert "final answer" in calls[1].messages[-1].content
-    assert result.result[0].additional_kwargs[ERROR_FLAG] is True
+    assert "answer the user's question now" in calls[1].messages[-1].content
+    assert calls[1].messages[-1].additional_kwargs["deerflow_internal"] is True
     # a recovered second answer is used as is
     replies = iter(["", "recovered"])
-    result = TerminalResponseMiddleware().wrap_model_call(
+    result = AnswerCheckMiddleware().wrap_model_call(
         make_request(after_tool), lambda r: ModelResponse(result=[AIMessage(content=next(replies))]))
     assert result.result[0].content == "recovered"
-    # an empty answer with no tool before it is not retried
+    # a reply that goes back to work is not an answer to check
     calls.clear()
-    TerminalResponseMiddleware().wrap_model_call(make_request([HumanMessage("q")]), empty)
-    assert len(calls) == 1
+    work = ModelResponse(result=[AIMessage(content="", tool_calls=[{"name": "ls", "args": {}, "id": "t2"}])])
+    assert AnswerCheckMiddleware().wrap_model_call(make_request(after_tool), lambda r: work) is work
+
+
+def test_answer_check_grounding_is_per_profile_config():
+    from deerflow_nb.config.schema import AnswersConfig
+
+    assert AnswersConfig().grounds(small=True) and not AnswersConfig().grounds(small=False)
+    assert AnswersConfig(numeric_grounding="always").grounds(small=False)
+    assert not AnswersConfig(numeric_grounding="never").grounds(small=True)
+    made_up = [HumanMessage("q"), AIMessage("", tool_calls=[{"name": "ls", "args": {}, "id": "t"}]),
+               ToolMessage("count: 17", tool_call_id="t")]
+    reply = lambda r: ModelResponse(result=[AIMessage(content="There are 133 rows.")])  # noqa: E731
+    assert AnswerCheckMiddleware(grounding=False).wrap_model_call(make_request(made_up), reply).result[0].content
+    with pytest.raises(AnswerError) as caught:
+        AnswerCheckMiddleware(grounding=True).wrap_model_call(make_request(made_up), reply)
+    assert caught.value.stop_reason == "ungrounded_answer" and "133" in caught.value.cause
 
 
 def test_model_length_finish_reason_marks_capped_answers():

@@ -1,5 +1,6 @@
 """The lead agent's middlewares, one per file (see ``build_middlewares`` for the order)."""
 
+from deerflow_nb.agent.middlewares.answer_check import AnswerCheckMiddleware
 from deerflow_nb.agent.middlewares.clarification import ClarificationMiddleware
 from deerflow_nb.agent.middlewares.dangling_tool_call import DanglingToolCallMiddleware
 from deerflow_nb.agent.middlewares.dynamic_context import DynamicContextMiddleware
@@ -7,12 +8,12 @@ from deerflow_nb.agent.middlewares.input_sanitization import InputSanitizationMi
 from deerflow_nb.agent.middlewares.llm_error_handling import LLMErrorHandlingMiddleware
 from deerflow_nb.agent.middlewares.loop_detection import LoopDetectionMiddleware
 from deerflow_nb.agent.middlewares.model_length_finish_reason import ModelLengthFinishReasonMiddleware
+from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
 from deerflow_nb.agent.middlewares.read_before_write import ReadBeforeWriteMiddleware
 from deerflow_nb.agent.middlewares.sandbox import SandboxMiddleware
 from deerflow_nb.agent.middlewares.sandbox_audit import SandboxAuditMiddleware
 from deerflow_nb.agent.middlewares.summarization import SummarizationMiddleware
 from deerflow_nb.agent.middlewares.system_message_coalescing import SystemMessageCoalescingMiddleware
-from deerflow_nb.agent.middlewares.terminal_response import TerminalResponseMiddleware
 from deerflow_nb.agent.middlewares.thread_data import ThreadDataMiddleware
 from deerflow_nb.agent.middlewares.title import TitleMiddleware
 from deerflow_nb.agent.middlewares.todo_list import TodoListMiddleware
@@ -23,6 +24,7 @@ from deerflow_nb.agent.middlewares.uploads import UploadsMiddleware
 from deerflow_nb.agent.middlewares.view_image import ViewImageMiddleware
 
 __all__ = [
+    "AnswerCheckMiddleware",
     "ClarificationMiddleware",
     "DanglingToolCallMiddleware",
     "DynamicContextMiddleware",
@@ -30,12 +32,12 @@ __all__ = [
     "LLMErrorHandlingMiddleware",
     "LoopDetectionMiddleware",
     "ModelLengthFinishReasonMiddleware",
+    "ProgramAnswerMiddleware",
     "ReadBeforeWriteMiddleware",
     "SandboxAuditMiddleware",
     "SandboxMiddleware",
     "SummarizationMiddleware",
     "SystemMessageCoalescingMiddleware",
-    "TerminalResponseMiddleware",
     "ThreadDataMiddleware",
     "TitleMiddleware",
     "TodoListMiddleware",

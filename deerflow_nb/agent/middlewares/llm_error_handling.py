@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage
 from langgraph.errors import GraphBubbleUp
 
 from deerflow_nb.agent.middlewares._base import context_of
-from deerflow_nb.errors import ModelCallError
+from deerflow_nb.errors import ModelCallError, RunError
 
 __all__ = ["ERROR_FLAG", "LLMErrorHandlingMiddleware", "error_fallback", "model_call_error"]
 
@@ -64,7 +64,7 @@ class LLMErrorHandlingMiddleware(AgentMiddleware):
         """Call the model; a failure raises :class:`~deerflow_nb.errors.ModelCallError`."""
         try:
             return handler(request)
-        except GraphBubbleUp:
+        except (GraphBubbleUp, RunError):  # a RunError (an inner check's verdict) already says why
             raise
         except Exception as exc:
             raise self._fail(request, exc) from exc
@@ -75,7 +75,7 @@ class LLMErrorHandlingMiddleware(AgentMiddleware):
         """Async twin of :meth:`wrap_model_call` (cancellation propagates)."""
         try:
             return await handler(request)
-        except (GraphBubbleUp, asyncio.CancelledError):
+        except (GraphBubbleUp, asyncio.CancelledError, RunError):
             raise
         except Exception as exc:
             raise self._fail(request, exc) from exc

@@ -1,0 +1,62 @@
+"""A program's printed output as the answer's Markdown.
+
+The small profile's answer is what its program printed, so every number in it comes from
+executed code. :func:`format_output` only changes the presentation: aligned tables (pandas'
+``Series``/``DataFrame`` printouts) become fenced blocks so their columns stay aligned, other
+lines keep their line breaks, and floats printed with more than six decimals are shortened to six
+significant digits (``0.1557324011`` → ``0.155732``).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["format_output", "shorten_floats"]
+
+_LONG_FLOAT = re.compile(r"(?<![\w.])-?\d+\.\d{7,}(?:[eE][-+]?\d+)?(?![\w.])")
+_COLUMNS = re.compile(r"\S\s{2,}\S")
+
+
+def shorten_floats(text: str) -> str:
+    """``text`` with floats of more than six decimals written to six significant digits."""
+    def short(match: re.Match[str]) -> str:
+        value = float(match.group(0))
+        return f"{value:.6g}"
+
+    return _LONG_FLOAT.sub(short, text)
+
+
+def _tabular(line: str) -> bool:
+    return bool(_COLUMNS.search(line.strip()))
+
+
+def format_output(stdout: str) -> str:
+    """The Markdown answer for a program's ``stdout`` (see the module docstring)."""
+    lines = shorten_floats(stdout).strip("\n").splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        if _tabular(lines[i]) and i + 1 < len(lines) and _tabular(lines[i + 1]):
+            j = i
+            while j < len(lines) and _tabular(lines[j]):
+                j += 1
+            block = lines[i:j]
+            # a one-word line just above the table is its index name (pandas prints it alone)
+            if out and out[-1].strip() and " " not in out[-1].strip() and not out[-1].endswith(":"):
+                block.insert(0, out.pop())
+            out.append("```text\n" + "\n".join(block) + "\n```")
+            i = j
+            continue
+        out.append(lines[i].rstrip())
+        i += 1
+    text = ""
+    for piece in out:
+        if piece.startswith("```"):
+            text = text.rstrip() + "\n\n" + piece + "\n\n"
+        elif not piece.strip():
+            text = text.rstrip() + "\n\n"
+        else:
+            text += piece + "  \n"
+    return text.strip().removesuffix("  ").strip()

@@ -1,0 +1,99 @@
+"""A final answer is checked before the run may end with it; one repair turn, then an honest error.
+
+Every profile: an empty reply, a tool call written as text, the prompt's instructions echoed, a
+plan in prose, placeholders, and (with ``grounding``) numbers that no tool result of the run
+printed and the user did not write (:mod:`deerflow_nb.agent.answer_checks`). A failing answer
+gets one more model turn with the reason as a hidden message; when that reply fails too, the run
+raises :class:`~deerflow_nb.errors.AnswerError` with the problem's ``stop_reason`` and nothing is
+stored as the answer. A reply that goes back to work (tool calls) is not an answer and passes, as
+does a run paused for human input (``ask_clarification`` is a tool call).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+
+from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+from langchain.agents.middleware.types import ModelCallResult
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from deerflow_nb.agent.answer_checks import AnswerProblem, check_answer
+from deerflow_nb.agent.middlewares._base import context_of, last_ai
+from deerflow_nb.errors import AnswerError
+
+__all__ = ["PROGRAM_ANSWER", "AnswerCheckMiddleware", "answer_sources"]
+
+#: ``additional_kwargs["deerflow_answer"]`` of an answer made of a program's own output (grounded by construction).
+PROGRAM_ANSWER = "program_output"
+
+
+def answer_sources(messages: Sequence[BaseMessage]) -> list[str]:
+    """What an answer's numbers may come from: the run's tool results and the user's messages.
+
+    The run's tool results are those after the user's latest message; the user's messages are
+    every visible human message of the thread (a follow-up may quote an earlier one).
+    """
+    sources: list[str] = []
+    last_human = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)
+                      and not m.additional_kwargs.get("deerflow_internal")), default=-1)
+    for index, message in enumerate(messages):
+        if isinstance(message, HumanMessage) and not message.additional_kwargs.get("deerflow_internal"):
+            sources.append(message.text)
+        elif isinstance(message, ToolMessage) and index > last_human:
+            sources.append(message.text)
+    return sources
+
+
+def _hint(text: str) -> HumanMessage:
+    return HumanMessage(content=text, additional_kwargs={"deerflow_internal": True, "hide_from_ui": True})
+
+
+class AnswerCheckMiddleware(AgentMiddleware):
+    """Checks final answers (see the module docstring); ``grounding`` switches the numeric check on."""
+
+    def __init__(self, *, grounding: bool = False) -> None:
+        super().__init__()
+        self.grounding = grounding
+
+    def _problem(self, request: ModelRequest, message: AIMessage | None) -> AnswerProblem | None:
+        if message is None or message.tool_calls or message.additional_kwargs.get("deerflow_answer") == PROGRAM_ANSWER:
+            return None
+        names = [str(getattr(t, "name", "")) for t in request.tools]
+        system = request.system_message.text if isinstance(request.system_message, SystemMessage) else ""
+        sources = answer_sources(request.messages) if self.grounding else None
+        return check_answer(message.text, tool_names=names, instructions=[system] if system else [], sources=sources)
+
+    def _retry_request(self, request: ModelRequest, problem: AnswerProblem) -> ModelRequest:
+        return request.override(messages=[*request.messages, _hint(problem.repair)])
+
+    def _fail(self, request: ModelRequest, problem: AnswerProblem) -> AnswerError:
+        cause = f"no answer could be given: {problem.message}"
+        return AnswerError(cause, run_id=context_of(request).run_id, stop_reason=problem.stop_reason, cause=cause)
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelCallResult:
+        """Call the model; repair a failing answer once, else raise :class:`AnswerError`."""
+        response = handler(request)
+        problem = self._problem(request, last_ai(response))
+        if problem is None:
+            return response
+        retry = handler(self._retry_request(request, problem))
+        second = self._problem(request, last_ai(retry))
+        if second is not None:
+            raise self._fail(request, second)
+        return retry
+
+    async def awrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
+    ) -> ModelCallResult:
+        """Async twin of :meth:`wrap_model_call`."""
+        response = await handler(request)
+        problem = self._problem(request, last_ai(response))
+        if problem is None:
+            return response
+        retry = await handler(self._retry_request(request, problem))
+        second = self._problem(request, last_ai(retry))
+        if second is not None:
+            raise self._fail(request, second)
+        return retry

@@ -1,0 +1,275 @@
+"""The small profile's way to answer: one program per question, repaired when it fails, its output the answer.
+
+Measured on the embedded 1.5B model, a short pandas program is right far more often than a choice
+of fixed tools and their arguments, and its printed result is a better answer than the model's
+retelling of it. So, for each question:
+
+1. The files the question is about are described (:mod:`deerflow_nb.tools.data_preview`: columns,
+   kinds, values) and the description goes before the question, in the request only.
+2. The model writes a program (``python`` tool; a model that supports it gets the lines loading the
+   files as the program's start, ``code_prefix``). Known names it forgot to import are imported
+   (:mod:`deerflow_nb.agent.program_fixes`).
+3. The program runs in the sandbox. When it fails, prints nothing, prints a whole table, prints
+   ``nan`` or does not write a file the user asked for, the model gets the reason and writes it
+   again, up to ``max_programs`` programs in all; then the run ends with :class:`~deerflow_nb.errors.AnswerError`.
+4. A program that ran well *is* the answer: its output, formatted
+   (:func:`~deerflow_nb.agent.answer_format.format_output`), becomes the final message without
+   another model call, so every number in it comes from executed code.
+
+A message that is only small talk ("thanks!") and names no data gets a plain reply; the answer
+checks (:mod:`.answer_check`) still hold it to the numbers of the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+from langchain.agents.middleware.types import ModelCallResult
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from deerflow_nb.agent.answer_format import format_output
+from deerflow_nb.agent.middlewares._base import context_of, last_ai
+from deerflow_nb.agent.middlewares.answer_check import PROGRAM_ANSWER
+from deerflow_nb.agent.program_fixes import add_missing_imports
+from deerflow_nb.errors import AnswerError
+from deerflow_nb.tools.data_preview import DataPreview, data_files, preview_files, render_preview
+from deerflow_nb.tools.present_files import OUTPUTS_DIR
+from deerflow_nb.tools.python_tool import PROGRAM_KEY
+
+__all__ = ["CODE_TOOL", "ProgramAnswerMiddleware", "is_internal", "requested_outputs", "user_turn"]
+
+CODE_TOOL = "python"
+_PREVIEW_KEY = "deerflow.data_preview"
+_MAX_LINES = 60
+_REQUESTED = re.compile(re.escape(OUTPUTS_DIR) + r"/[\w.\-/]+\.[A-Za-z0-9]{1,5}\b")
+_SMALL_TALK = re.compile(r"^\W*(?:hi|hello|hey|thanks|thank you|thx|ok|okay|great|cool|nice|bye|good (?:morning|"
+                         r"afternoon|evening)|who are you|what can you do)\b", re.IGNORECASE)
+_NAN = re.compile(r"(?<![\w.])(?:nan|NaN|NaT|<NA>)(?![\w.])")
+
+
+def is_internal(message: BaseMessage) -> bool:
+    """Whether ``message`` is a hidden message the runtime added (a hint, a recovery prompt)."""
+    return isinstance(message, HumanMessage) and bool(message.additional_kwargs.get("deerflow_internal"))
+
+
+def user_turn(messages: Sequence[BaseMessage]) -> tuple[HumanMessage | None, list[BaseMessage]]:
+    """The user's latest message and what followed it (hidden runtime messages are not the user's)."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, HumanMessage) and not is_internal(message):
+            return message, list(messages[index + 1:])
+    return None, list(messages)
+
+
+def requested_outputs(text: str) -> list[str]:
+    """Files under the outputs folder that ``text`` asks for."""
+    return list(dict.fromkeys(m.group(0).rstrip(".") for m in _REQUESTED.finditer(text)))
+
+
+def _programs(after: Sequence[BaseMessage]) -> list[dict[str, Any]]:
+    """The runs of this turn's programs, oldest first (from the ``python`` tool messages)."""
+    return [m.additional_kwargs.get(PROGRAM_KEY) or {} for m in after
+            if isinstance(m, ToolMessage) and m.name == CODE_TOOL]
+
+
+def _hint(text: str) -> HumanMessage:
+    return HumanMessage(content=text, additional_kwargs={"deerflow_internal": True, "hide_from_ui": True})
+
+
+class ProgramAnswerMiddleware(AgentMiddleware):
+    """Drives the small profile's program-per-question loop (see the module docstring)."""
+
+    def __init__(self, *, max_programs: int = 3) -> None:
+        super().__init__()
+        self.max_programs = max_programs
+
+    # -- what to do next ---------------------------------------------------------------------------
+
+    def problem(self, run: dict[str, Any], requested: Sequence[str], written: Sequence[str]) -> tuple[str, str] | None:
+        """``(stop_reason, hint)`` when a program's run does not answer the question, else ``None``."""
+        stdout = str(run.get("stdout") or "")
+        if run.get("timed_out"):
+            return "unanswered_part", ("The program was stopped at the time limit. Write a faster program (no loops "
+                                       "over rows) and write it whole.")
+        if run.get("exit_code") not in (0, None):
+            return "unanswered_part", "The program failed with the error above. Write the whole corrected program."
+        missing = [p for p in requested if p not in written]
+        if missing:
+            shown = ", ".join(missing)
+            return "undelivered_outputs", (f"The program did not write {shown}, which the question asks for. Write "
+                                           f"the whole program again so that it also saves {shown}.")
+        lines = [line for line in stdout.splitlines() if line.strip()]
+        if not lines and not written:
+            return "empty_answer", "The program printed nothing. Write it again so that it prints the answer."
+        if len(lines) > _MAX_LINES:
+            return "unanswered_part", (f"The program printed {len(lines)} lines. Write it again so that it prints "
+                                       "only the values the question asks for, each with a label.")
+        if _NAN.search(stdout):
+            return "unanswered_part", ("The output contains nan (a missing value). Check the column names and the "
+                                       "filter values against the data description, drop missing values where "
+                                       "needed, and write the whole corrected program.")
+        return None
+
+    def _step(self, request: ModelRequest) -> tuple[str, Any]:
+        """The next step: ``("answer", AIMessage)``, ``("fail", AnswerError)`` or ``("model", mode, hint)``."""
+        human, after = user_turn(request.messages)
+        programs = _programs(after)
+        last = next((m for m in reversed(after) if not is_internal(m)), None)  # hints (loop warnings) aside
+        if not programs or not isinstance(last, ToolMessage) or last.name != CODE_TOOL:
+            return "model", None
+        requested = requested_outputs(_original_text(request, human) if human is not None else "")
+        written = [path for run in programs for path in run.get("written", [])]
+        problem = self.problem(programs[-1], requested, written)
+        if problem is None:
+            return "answer", self._answer(programs[-1])
+        reason, hint = problem
+        if len(programs) >= self.max_programs:
+            final = programs[-1]
+            detail = str(final.get("stderr") or "").strip().splitlines()[-1:] if final.get("exit_code") else []
+            cause = (f"could not compute an answer: {len(programs)} programs were tried and the last one "
+                     f"{_describe(reason, requested, written)}" + (f" ({detail[0][:200]})" if detail else ""))
+            return "fail", AnswerError(cause, run_id=context_of(request).run_id, stop_reason=reason, cause=cause)
+        return "model", hint
+
+    @staticmethod
+    def _answer(run: dict[str, Any]) -> AIMessage:
+        text = format_output(str(run.get("stdout") or ""))
+        written = [p for p in run.get("written", []) if p not in text]
+        if written:
+            text = (text + "\n\n" if text else "") + "Saved: " + ", ".join(f"`{p}`" for p in written)
+        return AIMessage(content=text, id=f"lc_run--{uuid.uuid4()}",
+                         additional_kwargs={"deerflow_answer": PROGRAM_ANSWER})
+
+    # -- the request ---------------------------------------------------------------------------------
+
+    def _preview(self, request: ModelRequest) -> DataPreview:
+        """The data preview of this run (computed on its first model call, in a worker thread)."""
+        ctx = context_of(request)
+        cached = ctx.extra.get(_PREVIEW_KEY)
+        if isinstance(cached, DataPreview):
+            return cached
+        human, _ = user_turn(request.messages)
+        preview = DataPreview("", "", {})
+        provider = ctx.sandbox_provider
+        if human is not None and provider is not None and ctx.thread_id:
+            uploads = [str(e.get("path")) for e in (ctx.extra.get("uploads_scan") or self._scan(ctx))]
+            paths = data_files(_original_text(request, human), uploads)
+            if paths:
+                sandbox = provider.acquire(ctx.thread_id, user_id=ctx.user_id)
+                preview = render_preview(preview_files(sandbox, paths))
+        ctx.extra[_PREVIEW_KEY] = preview
+        return preview
+
+    @staticmethod
+    def _scan(ctx: Any) -> list[dict[str, Any]]:
+        from deerflow_nb.agent.middlewares.uploads import list_upload_entries
+
+        if ctx.paths is None or not ctx.thread_id:
+            return []
+        return list_upload_entries(str(ctx.paths.user_data_dir(ctx.user_id, ctx.thread_id) / "uploads"))
+
+    def _request(self, request: ModelRequest, preview: DataPreview, hint: str | None) -> ModelRequest:
+        human, after = user_turn(request.messages)
+        messages = list(request.messages)
+        if human is not None and preview:
+            original = _original_text(request, human)
+            messages = [_with_data(m, preview, original) if m is human else m for m in messages]
+        if hint:
+            messages.append(_hint(hint))
+        repairing = bool(request.messages) and is_internal(request.messages[-1])  # an answer check's repair turn
+        asked = _original_text(request, human) if human is not None else ""
+        code = bool(hint) or repairing or bool(_programs(after)) or self._wants_code(asked)
+        if not (code and any(getattr(t, "name", None) == CODE_TOOL for t in request.tools)):
+            return request.override(messages=messages)
+        settings = dict(request.model_settings)
+        if preview.prelude and getattr(request.model, "supports_code_prefix", False):
+            settings["code_prefix"] = preview.prelude
+        return request.override(messages=messages, model_settings=settings,
+                                tool_choice={"type": "function", "function": {"name": CODE_TOOL}})
+
+    @staticmethod
+    def _wants_code(asked: str) -> bool:
+        """Whether the user's words ask for work (anything but a few words of small talk)."""
+        text = asked.strip()
+        if not text:
+            return False
+        small_talk = bool(_SMALL_TALK.match(text)) and len(text.split()) <= 6 and not re.search(r"\d", text)
+        return not small_talk
+
+    def _finish(self, response: ModelResponse) -> ModelResponse:
+        """Add the imports a program forgot (the call then shows the program that really runs)."""
+        message = last_ai(response)
+        if message is None or not message.tool_calls:
+            return response
+        calls = []
+        for call in message.tool_calls:
+            code = (call.get("args") or {}).get("code")
+            if call.get("name") == CODE_TOOL and isinstance(code, str):
+                call = {**call, "args": {**call["args"], "code": add_missing_imports(code)}}
+            calls.append(call)
+        fixed = message.model_copy(update={"tool_calls": calls})
+        return ModelResponse(result=[fixed if m is message else m for m in response.result],
+                             structured_response=response.structured_response)
+
+    # -- hooks ---------------------------------------------------------------------------------------
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelCallResult:
+        """Answer from the last program, or ask the model for the next one."""
+        step = self._step(request)
+        if step[0] == "answer":
+            return ModelResponse(result=[step[1]])
+        if step[0] == "fail":
+            raise step[1]
+        preview = self._preview(request)
+        return self._finish(handler(self._request(request, preview, step[1])))
+
+    async def awrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
+    ) -> ModelCallResult:
+        """Async twin of :meth:`wrap_model_call` (the preview runs in a worker thread)."""
+        step = self._step(request)
+        if step[0] == "answer":
+            return ModelResponse(result=[step[1]])
+        if step[0] == "fail":
+            raise step[1]
+        ctx = context_of(request)
+        cached = ctx.extra.get(_PREVIEW_KEY)
+        preview = cached if isinstance(cached, DataPreview) else await asyncio.to_thread(self._preview, request)
+        return self._finish(await handler(self._request(request, preview, step[1])))
+
+
+def _describe(reason: str, requested: Sequence[str], written: Sequence[str]) -> str:
+    if reason == "undelivered_outputs":
+        return "did not write " + ", ".join(p for p in requested if p not in written)
+    if reason == "empty_answer":
+        return "printed nothing"
+    return "did not produce a usable result"
+
+
+_UPLOAD_NOTE = re.compile(r"<uploaded_files>.*?</uploaded_files>\s*", re.DOTALL)
+
+
+def _original_text(request: ModelRequest, human: HumanMessage) -> str:
+    """The user's own words: the state's copy of ``human`` (other middlewares prefix notes to the request's)."""
+    for message in (request.state or {}).get("messages", []):  # type: ignore[union-attr]
+        if isinstance(message, HumanMessage) and message.id is not None and message.id == human.id:
+            return message.text
+    return human.text
+
+
+def _with_data(human: HumanMessage, preview: DataPreview, original: str) -> HumanMessage:
+    """``human`` with the data description put right before the user's words (the uploads note dropped)."""
+    content = human.content
+    block = "Data:\n" + preview.text + "\n\nQuestion: "
+    if isinstance(content, str):
+        at = content.rfind(original) if original else -1
+        head, tail = (content[:at], content[at:]) if at >= 0 else ("", content)
+        return human.model_copy(update={"content": _UPLOAD_NOTE.sub("", head) + block + tail})
+    return human.model_copy(update={"content": [{"type": "text", "text": block}, *content]})

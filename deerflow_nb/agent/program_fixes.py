@@ -1,0 +1,86 @@
+"""Mechanical fixes to a small model's program before it runs.
+
+Small models write ``stats.ttest_ind(...)`` or ``plt.savefig(...)`` and forget the import. Such
+a program would fail with a ``NameError`` and cost a repair turn; :func:`add_missing_imports`
+adds the import when the name is one of the analysis stack's well-known names and the program
+neither imports nor assigns it. Nothing else about the program changes.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+
+__all__ = ["KNOWN_IMPORTS", "add_missing_imports", "missing_imports"]
+
+_SKLEARN = {
+    "linear_model": ("LinearRegression", "LogisticRegression", "Ridge", "Lasso"),
+    "tree": ("DecisionTreeClassifier", "DecisionTreeRegressor"),
+    "ensemble": ("RandomForestClassifier", "RandomForestRegressor", "GradientBoostingClassifier"),
+    "neighbors": ("KNeighborsClassifier", "KNeighborsRegressor"),
+    "model_selection": ("train_test_split", "cross_val_score", "KFold"),
+    "metrics": ("accuracy_score", "r2_score", "mean_squared_error", "mean_absolute_error", "f1_score",
+                "precision_score", "recall_score", "confusion_matrix", "roc_auc_score"),
+    "preprocessing": ("StandardScaler", "MinMaxScaler", "LabelEncoder", "OneHotEncoder"),
+    "cluster": ("KMeans",),
+    "naive_bayes": ("GaussianNB",),
+    "svm": ("SVC",),
+}
+_SCIPY_STATS = ("ttest_ind", "ttest_rel", "ttest_1samp", "chi2_contingency", "shapiro", "pearsonr", "spearmanr",
+                "kendalltau", "zscore", "normaltest", "f_oneway", "linregress", "mannwhitneyu", "kruskal", "iqr",
+                "chisquare", "levene", "wilcoxon", "anderson", "kstest")
+
+#: Name a program may use without importing -> the import that provides it.
+KNOWN_IMPORTS: dict[str, str] = {
+    "pd": "import pandas as pd",
+    "np": "import numpy as np",
+    "stats": "from scipy import stats",
+    "scipy": "import scipy",
+    "plt": "import matplotlib.pyplot as plt",
+    "matplotlib": "import matplotlib",
+    "sm": "import statsmodels.api as sm",
+    "math": "import math",
+    "json": "import json",
+    "os": "import os",
+    "re": "import re",
+    "datetime": "import datetime",
+    "Path": "from pathlib import Path",
+    **{name: f"from sklearn.{module} import {name}" for module, names in _SKLEARN.items() for name in names},
+    **{name: f"from scipy.stats import {name}" for name in _SCIPY_STATS},
+}
+
+
+def missing_imports(code: str) -> list[str]:
+    """The import lines ``code`` lacks for the :data:`KNOWN_IMPORTS` names it uses; ``[]`` if it does not parse."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    bound = set(dir(builtins))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            bound.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+    loads = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+    used = (n.id for n in sorted(loads, key=lambda n: (n.lineno, n.col_offset)))  # in source order
+    return list(dict.fromkeys(KNOWN_IMPORTS[name] for name in used if name not in bound and name in KNOWN_IMPORTS))
+
+
+def add_missing_imports(code: str) -> str:
+    """``code`` with :func:`missing_imports` added after its leading imports (unchanged when none are missing)."""
+    lines = missing_imports(code)
+    if not lines:
+        return code
+    body = code.splitlines()
+    at = 0
+    for i, line in enumerate(body):
+        if line.startswith(("import ", "from ")):
+            at = i + 1
+        elif line.strip() and not line.startswith("#"):
+            break
+    return "\n".join([*body[:at], *lines, *body[at:]]) + ("\n" if code.endswith("\n") else "")

@@ -1,0 +1,232 @@
+"""``python``: run one Python program in the thread's sandbox and report what it printed and wrote.
+
+The program gets the sandbox's ``python3`` (pandas, numpy, scipy, scikit-learn, matplotlib,
+openpyxl and pyarrow are there in every sandbox), runs in ``/mnt/user-data/workspace`` with
+matplotlib's ``Agg`` backend and warnings off, and sees the user's files by their virtual paths.
+
+Its result keeps stdout and stderr apart: the model sees stdout, then the error's last lines on
+failure; ``deerflow_program`` in the message's ``additional_kwargs`` carries ``stdout``,
+``stderr``, ``exit_code`` and ``written`` (the files it created or changed under
+``/mnt/user-data/outputs``). With ``present_outputs`` those files are presented to the user (the
+``artifacts`` state key) in the same step. The local sandbox runs the program on the host with
+its paths rewritten, so text files it wrote are scanned for host paths and given back their
+virtual paths: the user never sees the data home.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Annotated, Any
+
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import BaseTool
+from langgraph.types import Command
+from pydantic import Field
+
+from deerflow_nb.sandbox.base import Sandbox
+from deerflow_nb.tools.common import Reply, Runtime, error_reply, get_sandbox, make_tool, reply
+from deerflow_nb.tools.present_files import OUTPUTS_DIR
+
+__all__ = ["PROGRAM_KEY", "ProgramRun", "python_tool", "run_program", "trim_traceback"]
+
+#: ``additional_kwargs`` key of the tool message with the program's parts (see the module docstring).
+PROGRAM_KEY = "deerflow_program"
+_EOF = "__DEERFLOW_PROGRAM_EOF__"
+_MARK = "<<deerflow:{}>>"
+_MAX_CODE = 50_000
+_MAX_STDOUT = 12_000
+_MAX_STDERR = 4_000
+#: Text files a program may write whose contents are checked for host paths (local sandbox).
+_TEXT_SUFFIXES = (".md", ".txt", ".csv", ".tsv", ".json", ".jsonl", ".html", ".htm", ".svg", ".xml", ".yaml",
+                  ".yml", ".log", ".py", ".tex")
+
+
+class ProgramRun:
+    """What one program did: ``stdout``, ``stderr``, ``exit_code``, ``timed_out`` and ``written``."""
+
+    def __init__(self, stdout: str, stderr: str, exit_code: int | None, timed_out: bool, written: list[str]):
+        self.stdout = stdout
+        self.stderr = stderr
+        self.exit_code = exit_code
+        self.timed_out = timed_out
+        self.written = written
+
+    @property
+    def ok(self) -> bool:
+        """Whether the program ran to its end without an error."""
+        return not self.timed_out and self.exit_code in (0, None)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form kept on the tool message."""
+        return {"stdout": self.stdout, "stderr": self.stderr, "exit_code": self.exit_code,
+                "timed_out": self.timed_out, "written": list(self.written)}
+
+
+def _command(code: str) -> str:
+    """The shell command: the program from a quoted here-document, then its parts behind markers.
+
+    stdout and stderr go to files so their parts cannot interleave; what the program wrote under the
+    outputs folder is found by modification time against a marker file made just before it ran.
+    """
+    marks = [_MARK.format(name) for name in ("written", "stderr", "stdout")]
+    return "\n".join([
+        "__df_dir=$(mktemp -d) || exit 97",
+        "touch \"$__df_dir/start\"",
+        "cd /mnt/user-data/workspace 2>/dev/null || true",
+        "PYTHONWARNINGS=ignore MPLBACKEND=Agg PYTHONUNBUFFERED=1 python3 - >\"$__df_dir/out\" 2>\"$__df_dir/err\" "
+        f"<<'{_EOF}'",
+        code,
+        _EOF,
+        "__df_rc=$?",
+        f"echo {shlex.quote(marks[0])}",
+        f"find {OUTPUTS_DIR} -type f -newer \"$__df_dir/start\" 2>/dev/null | sort",
+        f"echo {shlex.quote(marks[1])}",
+        f"tail -c {_MAX_STDERR} \"$__df_dir/err\"",
+        f"echo {shlex.quote(marks[2])}",
+        f"head -c {_MAX_STDOUT} \"$__df_dir/out\"",
+        "rm -rf \"$__df_dir\"",
+        "exit $__df_rc",
+    ])
+
+
+def _split(output: str) -> tuple[list[str], str, str] | None:
+    """(written, stderr, stdout) from the command's marked output, or ``None`` when a marker is missing."""
+    marks = [_MARK.format(name) for name in ("written", "stderr", "stdout")]
+    positions = [output.find(mark) for mark in marks]
+    if any(p < 0 for p in positions) or positions != sorted(positions):
+        return None
+    written_text = output[positions[0] + len(marks[0]):positions[1]]
+    stderr = output[positions[1] + len(marks[1]):positions[2]].strip("\n")
+    stdout = output[positions[2] + len(marks[2]):].removeprefix("\n")
+    stdout = re.sub(r"\n?\[exit code -?\d+\]\s*$", "", stdout)  # the sandboxes' own note
+    written = [line.strip() for line in written_text.splitlines() if line.strip().startswith(OUTPUTS_DIR + "/")]
+    return written, stderr, stdout.rstrip("\n")
+
+
+def _virtualize_written(sandbox: Sandbox, written: list[str]) -> None:
+    """Give text files the program wrote their virtual paths back (the local sandbox ran it on the host)."""
+    postprocess = getattr(sandbox, "postprocess_output", None)
+    if not callable(postprocess):
+        return
+    for path in written:
+        if not path.lower().endswith(_TEXT_SUFFIXES):
+            continue
+        try:
+            text = sandbox.read_file(path)
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        fixed = postprocess(text)
+        if fixed != text:
+            sandbox.write_file(path, fixed)
+
+
+def run_program(sandbox: Sandbox, code: str) -> ProgramRun:
+    """Run ``code`` with the sandbox's ``python3`` (see the module docstring)."""
+    if _EOF in code:
+        raise ValueError(f"the program must not contain the line {_EOF}")
+    result = sandbox.execute_command(_command(code))
+    parts = _split(result.output)
+    if parts is None:  # the shell part failed (or the output was cut): report it whole
+        return ProgramRun("", result.output.strip(), result.exit_code, result.timed_out, [])
+    written, stderr, stdout = parts
+    _virtualize_written(sandbox, written)
+    return ProgramRun(stdout, stderr, result.exit_code, result.timed_out, written)
+
+
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
+
+
+def trim_traceback(stderr: str, *, keep: int = 6) -> str:
+    """The useful end of a traceback: the frames of the program itself and the error line.
+
+    Frames inside libraries (pandas' internals) are dropped; the program's own frames (``<stdin>``)
+    keep their source line.
+    """
+    lines = stderr.strip().splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback")]
+    if not starts:
+        return "\n".join(lines[-keep:])
+    lines = lines[starts[-1]:]  # a chained error: its last traceback is the one raised
+    out: list[str] = []
+    skip_source = False
+    for line in lines:
+        frame = _FRAME.match(line)
+        if frame:
+            skip_source = frame.group("file") != "<stdin>"
+            if not skip_source:
+                out.append(f"line {frame.group('line')}:")
+            continue
+        if line.startswith("Traceback") or line.startswith("During handling") or line.startswith("The above"):
+            continue
+        if line.startswith("  ") and skip_source:
+            continue
+        if set(line.strip()) <= {"^", "~", " "}:
+            continue
+        out.append(line.rstrip())
+    # the last exception line and the program frames before it
+    return "\n".join(out[-keep:])
+
+
+def _result_text(run: ProgramRun) -> str:
+    if run.timed_out:
+        return "Error: the program was stopped at the sandbox's time limit.\n" + run.stdout[-2000:]
+    if not run.ok:
+        printed = f"It printed before failing:\n{run.stdout[-1500:]}\n" if run.stdout.strip() else ""
+        return f"Error (exit code {run.exit_code}):\n{trim_traceback(run.stderr)}\n{printed}".rstrip()
+    text = run.stdout if run.stdout.strip() else "(the program printed nothing)"
+    if run.written:
+        text += "\n\nFiles written: " + ", ".join(run.written)
+    return text
+
+
+def _python(
+    code: Annotated[str, Field(description="A complete Python program that prints its results.")],
+    *,
+    runtime: Runtime,
+    present_outputs: bool = False,
+) -> Command | ToolMessage | str:
+    sandbox = None
+    try:
+        if not code.strip():
+            raise ValueError("code is empty: send a complete Python program")
+        if len(code) > _MAX_CODE:
+            raise ValueError(f"code is {len(code)} characters long; the limit is {_MAX_CODE}")
+        sandbox = get_sandbox(runtime)
+        run = run_program(sandbox, code)
+    except (OSError, ValueError) as exc:
+        return error_reply(runtime, "python", exc, sandbox)
+    status = "success" if run.ok else "error"
+    error_type = None if run.ok else ("timeout" if run.timed_out else "command_failed")
+    result = Reply(_result_text(run), status=status, error_type=error_type,  # type: ignore[arg-type]
+                   additional_kwargs={PROGRAM_KEY: run.as_dict()}, meta={"exit_code": run.exit_code})
+    message = reply(runtime, "python", result)
+    if not (present_outputs and run.written and isinstance(message, ToolMessage)):
+        return message
+    return Command(update={"artifacts": list(run.written), "messages": [message]})
+
+
+def _python_presenting(
+    code: Annotated[str, Field(description="A complete Python program that prints its results.")],
+    *,
+    runtime: Runtime,
+) -> Command | ToolMessage | str:
+    return _python(code, runtime=runtime, present_outputs=True)
+
+
+def _python_plain(
+    code: Annotated[str, Field(description="A complete Python program that prints its results.")],
+    *,
+    runtime: Runtime,
+) -> Command | ToolMessage | str:
+    return _python(code, runtime=runtime)
+
+
+def python_tool(timeout_s: int = 600, *, present_outputs: bool = False) -> BaseTool:
+    """The ``python`` tool; ``present_outputs`` shows every file a program writes under the outputs folder."""
+    description = (
+        "Run a complete Python program in the sandbox and return what it prints (pandas, numpy, scipy, "
+        "scikit-learn and matplotlib are installed; read the user's files from /mnt/user-data/uploads and save "
+        f"files for the user in {OUTPUTS_DIR}; killed after {timeout_s} s)."
+    )
+    return make_tool(_python_presenting if present_outputs else _python_plain, name="python", description=description)

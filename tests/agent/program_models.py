@@ -1,0 +1,84 @@
+"""A deterministic small-profile model for the program-answer tests (answers depend on the input only).
+
+``use: tests.agent.program_models:ProgramModel`` with ``profile: small``. It writes programs the way
+the embedded model does (through the ``python`` tool) and, for the failure tests, the non-answers
+the embedded model was seen to give.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from langchain_core.messages import HumanMessage, ToolMessage
+
+from deerflow_nb.testing import ScriptedChatModel
+
+UP = "/mnt/user-data/uploads"
+OUT = "/mnt/user-data/outputs"
+
+
+def _program(code: str) -> dict[str, Any]:
+    return {"content": "", "tool_calls": [{"name": "python", "args": {"code": code}}]}
+
+
+def _question(messages: list[Any]) -> str:
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage) and not message.additional_kwargs.get("deerflow_internal"):
+            return message.text
+    return ""
+
+
+def _data_block(question: str) -> str:
+    return question.split("Question: ", 1)[0] if "Question: " in question else ""
+
+
+def _decide(messages: list[Any]) -> Any:
+    question = _question(messages)
+    last = messages[-1]
+    tries = sum(1 for m in messages if isinstance(m, ToolMessage))
+    load = f"import pandas as pd\ndf = pd.read_csv('{UP}/sales.csv')\n"
+    if "broken program" in question:
+        return _program("print(undefined_name)\n")
+    if "invent a number" in question:
+        return "The total is 12345."
+    if "tool call as text" in question:
+        return '{"name": "python", "arguments": {"code": "print(1)"}}'
+    if "echo please" in question:
+        return "To call a tool, reply with only:"
+    if "a plan please" in question:
+        return "We can use the python tool with pandas to compute this."
+    if "revenue per region" in question:
+        if tries == 0:  # the first program has a typo; the repair has the error to go on
+            return _program(load + "print(df['revenue'].sum())\n")
+        return _program(load + "rev = (df.units * df.price).groupby(df.region).sum()\n"
+                        "print('revenue (units * price) by region:')\nprint(rev.to_string())\n")
+    if "report" in question:
+        target = re.search(rf"{OUT}/\S+\.md", question)
+        if tries == 0 or target is None:  # forgets the report at first
+            return _program(load + "print('rows:', len(df))\n")
+        return _program(load + f"open('{target.group(0)}', 'w').write(f'# Sales\\n\\nSource: {UP}/sales.csv\\n"
+                        "\\nRows: {len(df)}\\n')\nprint('rows:', len(df))\n")
+    if "chart" in question:
+        return _program(load + "import matplotlib.pyplot as plt\ndf.groupby('region').units.sum().plot(kind='bar')\n"
+                        f"plt.savefig('{OUT}/units.png')\nprint('bar chart of units by region saved to {OUT}/units.png')\n")
+    if "join" in question:
+        seen = re.findall(r"^(\w+): /mnt/user-data/uploads/", _data_block(question), re.MULTILINE)
+        return _program("import pandas as pd\n"
+                        f"sales = pd.read_csv('{UP}/sales.csv')\nregions = pd.read_csv('{UP}/regions.csv')\n"
+                        "m = sales.merge(regions, on='region')\n"
+                        f"print('frames described: {', '.join(seen)}')\n"
+                        "print('units by manager:')\nprint(m.groupby('manager').units.sum().to_string())\n")
+    if isinstance(last, ToolMessage):
+        return "Done."
+    if re.search(r"\bthanks\b", question.lower()):
+        return "You're welcome!"
+    return _program(load + "print('rows:', len(df))\n")
+
+
+class ProgramModel(ScriptedChatModel):
+    """Stateless (each answer from the input), so both backends see the same behaviour."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs["responses"] = [_decide] * 10000
+        super().__init__(**kwargs)

@@ -1,0 +1,112 @@
+"""The final-answer checks as pure functions: every failure mode seen on the embedded model, and fair passes."""
+
+from __future__ import annotations
+
+import pytest
+
+from deerflow_nb.agent.answer_checks import (
+    check_answer,
+    echoed_instructions,
+    find_numbers,
+    is_plan,
+    is_raw_tool_call,
+    placeholders,
+    ungrounded_numbers,
+)
+from deerflow_nb.agent.answer_format import format_output, shorten_floats
+from deerflow_nb.agent.program_fixes import add_missing_imports, missing_imports
+from deerflow_nb.errors import ANSWER_STOP_REASONS, AnswerError, run_error
+
+TOOLS = ["table_stats", "table_group", "python", "present_files"]
+
+
+def test_numbers_are_found_as_written():
+    found = {n.text: (n.value, n.decimals, n.percent) for n in find_numbers(
+        "Rows: 1,234; mean 3.87, share 23.4 %, p = 1.2e-05, change -12.5, ids C003 and p90 are names")}
+    assert found == {"1,234": (1234.0, 0, False), "3.87": (3.87, 2, False), "23.4 %": (23.4, 1, True),
+                     "1.2e-05": (1.2e-05, 6, False), "-12.5": (-12.5, 1, False)}
+
+
+@pytest.mark.parametrize(("answer", "sources", "missing"), [
+    ("The mean is 3.87.", ["mean: 3.8712"], []),                      # rounded from a printed value
+    ("The mean is 3.9.", ["mean: 3.8712"], []),
+    ("The filtered mean is 4.39.", ["mean: 3.8712"], ["4.39"]),        # the issue's invented mean
+    ("There are 133 matching rows.", ["count: 17"], ["133"]),         # the issue's invented count
+    ("West has 23.4% of revenue.", ["share 0.2341"], []),              # a fraction printed, a percent written
+    ("Share: 0.23", ["23.4"], []),                                     # and the reverse
+    ("The top 3 cities are A, B, C.", [""], []),                      # small whole numbers are free
+    ("p = 1.23e-05", ["p-value: 1.2345e-05"], []),
+    ("Revenue fell by 12.5", ["difference: -12.5"], []),             # either sign
+    ("Rows in 2023: 45", ["Which rows in 2023?", "45"], []),          # the user's own numbers ground too
+    ("Total: 1,711.25", ["total 1711.25"], []),
+])
+def test_numeric_grounding(answer, sources, missing):
+    assert ungrounded_numbers(answer, sources) == missing
+
+
+def test_non_answers_are_recognised():
+    assert is_raw_tool_call('{"name": "table_stats", "arguments": {"path": "/mnt/user-data/uploads/a.csv"}}', TOOLS)
+    assert is_raw_tool_call('```json\n{"name": "python", "arguments": {"code": "print(1)"}}\n```', TOOLS)
+    assert is_raw_tool_call("<tool_call>\n{...}\n</tool_call>", TOOLS)
+    assert is_raw_tool_call('table_group(path="/mnt/x.csv", by="city")', TOOLS)
+    assert not is_raw_tool_call('The result is {"East": 11.5}.', TOOLS)
+    assert echoed_instructions("To call a tool, reply with only:") is not None
+    assert echoed_instructions("x " + "answer in one or two sentences with every number asked for",
+                               ["Once you have the results, answer in one or two sentences with every number "
+                                "asked for: for a question per group"]) is not None
+    assert echoed_instructions("The mean fare is 32.13.", ["You are a data assistant."]) is None
+    assert is_plan("We can use the table_group tool with agg set to count to find this.", TOOLS)
+    assert is_plan("First, I will run a Python program to compute the mean.", TOOLS)
+    assert not is_plan("The mean fare is 32.13; I can break it down per city if you like.", TOOLS)
+    assert placeholders("The city with the most orders is <city_name>.") == ["<city_name>"]
+    assert placeholders("Total: [insert value]") == ["[insert value]"]
+    assert placeholders("Line one<br>line two, **bold**") == []
+
+
+@pytest.mark.parametrize(("text", "reason"), [
+    ("", "empty_answer"),
+    ('{"name": "table_stats", "arguments": {"path": "/mnt/user-data/uploads/x.csv"}}', "raw_tool_call"),
+    ("To call a tool, reply with only:", "instruction_echo"),
+    ("we can use the table_group tool with agg set to count", "unanswered_part"),
+    ("The best city is <city_name>.", "ungrounded_answer"),
+    ("shop 1 with a total revenue of 12 * 12 = 144", "ungrounded_answer"),
+])
+def test_check_answer_names_the_problem(text, reason):
+    problem = check_answer(text, tool_names=TOOLS, sources=["shop 1 total revenue: 96.0"])
+    assert problem is not None and problem.stop_reason == reason and problem.stop_reason in ANSWER_STOP_REASONS
+    assert problem.message and problem.repair
+
+
+def test_check_answer_passes_a_grounded_answer_and_grounding_is_optional():
+    assert check_answer("Shop 1 has the highest revenue: 96.0.", tool_names=TOOLS, sources=["shop 1: 96.0"]) is None
+    assert check_answer("It is 144.", tool_names=TOOLS, sources=None) is None  # grounding off
+
+
+def test_answer_stop_reasons_raise_answer_error_in_both_modes():
+    # the HTTP client and the embedded client both build the exception with run_error
+    for reason in ANSWER_STOP_REASONS:
+        error = run_error(run_id="r", status="error", stop_reason=reason, cause="no answer could be given: x")
+        assert isinstance(error, AnswerError) and error.stop_reason == reason
+
+
+def test_missing_imports_are_added_and_nothing_else_changes():
+    code = ("import pandas as pd\ndf = pd.read_csv('a.csv')\nt, p = stats.ttest_ind(df.a, df.b)\n"
+            "m = LinearRegression().fit(df[['a']], df.b)\nplt.savefig('x.png')\nprint(t, p)\n")
+    assert missing_imports(code) == ["from scipy import stats", "from sklearn.linear_model import LinearRegression",
+                                     "import matplotlib.pyplot as plt"]
+    fixed = add_missing_imports(code)
+    assert fixed.splitlines()[:4] == ["import pandas as pd", "from scipy import stats",
+                                      "from sklearn.linear_model import LinearRegression",
+                                      "import matplotlib.pyplot as plt"]
+    assert fixed.splitlines()[4:] == code.splitlines()[1:]
+    # names it assigns or imports itself are left alone, and so is code that does not parse
+    assert missing_imports("import numpy as np\nstats = {}\nprint(np.mean([1]), stats)") == []
+    assert add_missing_imports("print(stats.x") == "print(stats.x"
+
+
+def test_program_output_becomes_markdown_without_changing_values():
+    out = format_output("mean of tip / total_bill by day:\nday\nFri     0.15573240109\nSat     0.1639\n\nrows: 244\n")
+    assert out == ("mean of tip / total_bill by day:\n\n```text\nday\nFri     0.155732\nSat     0.1639\n```\n\n"
+                   "rows: 244")
+    assert format_output("rows: 244\nmedian tip: 3.935\n") == "rows: 244  \nmedian tip: 3.935"
+    assert shorten_floats("p = 0.000012345678 and 2.5") == "p = 1.23457e-05 and 2.5"

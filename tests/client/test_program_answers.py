@@ -1,0 +1,121 @@
+"""The small profile's answers, one API for both backends: programs, repairs, grounding and honest failure."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import AIMessage, ToolMessage
+
+import deerflow_nb as df
+from deerflow_nb.errors import AnswerError
+from tests.client.conftest import two_backend_client
+
+UP = "/mnt/user-data/uploads"
+OUT = "/mnt/user-data/outputs"
+SALES = "region,units,price\nEast,3,2.5\nWest,5,1.0\nEast,1,4.0\n"
+
+
+@pytest.fixture(scope="module", params=["embedded", "server"])
+def agent(request, tmp_path_factory):
+    root = tmp_path_factory.mktemp(f"program-{request.param}")
+    with two_backend_client(request.param, root, {
+        "config_version": 1,
+        "models": [{"name": "small", "use": "tests.agent.program_models:ProgramModel", "profile": "small"}],
+        "memory": {"enabled": False}, "title": {"enabled": False}}) as client:
+        yield client
+
+
+@pytest.fixture
+def sales(tmp_path):
+    path = tmp_path / "sales.csv"
+    path.write_text(SALES)
+    return path
+
+
+def _thread(agent, *files):
+    thread = agent.thread()
+    for path in files:
+        thread.upload(str(path))
+    return thread
+
+
+def test_a_failed_program_is_repaired_and_its_output_is_the_answer(agent, sales):
+    thread = _thread(agent, sales)
+    answer = thread.chat(f"What is the revenue per region in {UP}/sales.csv?")
+    assert answer == "revenue (units * price) by region:\n\n```text\nregion\nEast    11.5\nWest     5.0\n```"
+    tools = [m for m in thread.messages if isinstance(m, ToolMessage)]
+    assert [t.status for t in tools] == ["error", "success"]
+    assert "KeyError: 'revenue'" in tools[0].content  # the repair turn saw the error
+    final = thread.messages[-1]
+    assert isinstance(final, AIMessage) and final.text == answer and not final.tool_calls
+
+
+def test_a_program_that_keeps_failing_ends_the_run_as_an_error(agent, sales):
+    thread = _thread(agent, sales)
+    run = thread.start(f"Run the broken program on {UP}/sales.csv")
+    events = list(run.events())
+    with pytest.raises(AnswerError) as caught:
+        run.wait()
+    error = caught.value
+    assert (error.status, error.stop_reason) == ("error", "unanswered_part")
+    assert "3 programs were tried" in error.cause and "NameError" in error.cause
+    assert events[-1].type == "end" and events[-1].data["status"] == "error"
+    assert events[-1].data["stop_reason"] == "unanswered_part"
+    # three programs ran; nothing was stored as the answer
+    assert [m.status for m in thread.messages if isinstance(m, ToolMessage)] == ["error"] * 3
+    assert not [m for m in thread.messages if isinstance(m, AIMessage) and not m.tool_calls]
+    assert run.status == "error"
+
+
+def test_a_requested_file_is_written_on_the_repair_and_presented_with_virtual_paths(agent, sales, tmp_path):
+    thread = _thread(agent, sales)
+    answer = thread.chat(f"Write a report on {UP}/sales.csv to {OUT}/sales_report.md")
+    assert thread.state["artifacts"] == [f"{OUT}/sales_report.md"]
+    report = thread.artifact(f"{OUT}/sales_report.md")[0].decode()
+    assert report == f"# Sales\n\nSource: {UP}/sales.csv\n\nRows: 3\n"  # the virtual path, never the data home
+    assert answer == f"rows: 3\n\nSaved: `{OUT}/sales_report.md`"
+    # the first program did not write it: the model was told so and wrote it again
+    assert len([m for m in thread.messages if isinstance(m, ToolMessage)]) == 2
+
+
+def test_a_chart_is_presented_without_a_separate_step(agent, sales):
+    thread = _thread(agent, sales)
+    answer = thread.chat(f"Make a bar chart of units by region from {UP}/sales.csv")
+    assert answer == f"bar chart of units by region saved to {OUT}/units.png"
+    assert thread.state["artifacts"] == [f"{OUT}/units.png"]
+    data, mime = thread.artifact(f"{OUT}/units.png")
+    assert data.startswith(b"\x89PNG") and mime == "image/png"
+
+
+def test_two_files_are_both_described_and_joined(agent, sales, tmp_path):
+    regions = tmp_path / "regions.csv"
+    regions.write_text("region,manager\nEast,Ana\nWest,Bo\n")
+    thread = _thread(agent, sales, regions)
+    answer = thread.chat(f"join {UP}/sales.csv and {UP}/regions.csv on region: units by manager?")
+    assert answer.splitlines()[0] == "frames described: sales, regions  "
+    assert "Ana    4" in answer and "Bo     5" in answer
+
+
+@pytest.mark.parametrize(("question", "reason"), [
+    ("invent a number", "ungrounded_answer"),
+    ("tool call as text", "raw_tool_call"),
+    ("echo please", "instruction_echo"),
+    ("a plan please", "unanswered_part"),
+])
+def test_non_answers_are_repaired_once_then_fail_honestly(agent, question, reason):
+    thread = agent.thread()
+    run = thread.start(question)
+    with pytest.raises(AnswerError) as caught:
+        run.wait()
+    assert caught.value.stop_reason == reason and caught.value.status == "error"
+    assert "no answer could be given" in caught.value.cause
+    assert not [m for m in thread.messages if isinstance(m, AIMessage)]  # the non-answer was not stored
+    # the next question is answered normally
+    assert thread.chat("thanks") == "You're welcome!"
+
+
+def test_a_plain_reply_without_numbers_passes(agent):
+    assert agent.thread().chat("thanks!") == "You're welcome!"
+
+
+def test_answer_error_is_public():
+    assert df.AnswerError is AnswerError and issubclass(AnswerError, df.RunError)
