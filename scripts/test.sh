@@ -11,7 +11,7 @@ if ! command -v uv >/dev/null 2>&1; then
 fi
 [ -x .venv/bin/python ] || uv venv --quiet --python "$PY" .venv
 export VIRTUAL_ENV="$PWD/.venv"
-uv pip install --quiet -e ".[test,embedded]"
+uv pip install --quiet --compile-bytecode -e ".[test,embedded]"
 
 # Services the suite uses: each script is idempotent and says what it did. A line it prints as
 # `export NAME=value` (e.g. DEERFLOW_TEST_POSTGRES_URL) is applied to the test environment.

@@ -8,8 +8,8 @@ more per command). Either way, commands run in new user, pid, ipc, uts and (by d
 network namespaces and see only:
 
 * ``/usr`` (and the ``/bin``, ``/lib*`` links), a few loader/locale/TLS files from
-  ``/etc``, and the running Python's installation when it lives outside ``/usr`` —
-  all read-only;
+  ``/etc``, the running Python's installation when it lives outside ``/usr`` and its
+  virtual environment (first on ``PATH``) — all read-only;
 * the thread's user-data at ``/mnt/user-data/{workspace,uploads,outputs}`` (read-write)
   and the skills at ``/mnt/skills/{public,custom}`` (read-only);
 * a private ``/tmp``, its own ``/proc`` and a minimal ``/dev``.
@@ -59,9 +59,11 @@ __all__ = ["BubblewrapSandbox", "BubblewrapSandboxProvider", "bwrap_available"]
 
 _log = logging.getLogger(__name__)
 
-# Dynamic loader, alternatives links, time zone and NSS config: what programs need to
-# start. Never passwd/shadow/ssh keys; every extra bind costs start-up time.
-_ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "nsswitch.conf")
+# Dynamic loader, alternatives links, time zone, NSS and fontconfig (matplotlib lists system
+# fonts with fc-list): what programs need to start. Never passwd/shadow/ssh keys; every
+# extra bind costs start-up time.
+_ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "nsswitch.conf",
+              "fonts")  # fmt: skip
 _NETWORK_ETC = ("resolv.conf", "hosts", "host.conf", "gai.conf", "services", "protocols", "ssl", "ca-certificates")
 _ROOT_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _SANDBOX_UID = 1000
@@ -256,7 +258,9 @@ class BubblewrapSandboxProvider(LocalSandboxProvider):
     """Per-(user, thread) :class:`BubblewrapSandbox` es (ids ``bubblewrap:{thread_id}``).
 
     Extra ``sandbox`` keys: ``extra_ro_paths`` (host folders to expose read-only at the
-    same path, e.g. a virtual environment), ``use_cgroups`` (default ``true``) and
+    same path), ``expose_venv`` (default ``true``: the notebook's virtual environment is
+    bound read-only at its own path and its ``bin`` put first on ``PATH``),
+    ``use_cgroups`` (default ``true``) and
     ``bwrap_persistent`` (default ``true``: one long-lived instance per sandbox, stopped
     by :meth:`release`, after ``idle_timeout`` idle seconds and by :meth:`shutdown`).
 
@@ -283,9 +287,15 @@ class BubblewrapSandboxProvider(LocalSandboxProvider):
             raise SandboxError(f"sandbox.use 'bubblewrap' is unavailable: {problem}")
         extra = self.config.model_extra or {}
         ro_paths = [Path(p).expanduser().resolve() for p in extra.get("extra_ro_paths", []) or []]
-        runtime = Path(sys.base_prefix).resolve()
-        if not runtime.is_relative_to("/usr"):
-            ro_paths.insert(0, runtime)  # the Python this notebook runs, e.g. a pyenv build
+        # The Python this notebook runs (e.g. a pyenv build), and its virtual environment first,
+        # so `python3` in a command is the venv's interpreter with the packages installed there
+        # (pandas, scipy, ...); its pyvenv.cfg finds the base installation, bound too.
+        runtimes = [Path(sys.base_prefix).resolve()]
+        if extra.get("expose_venv", True) and sys.prefix != sys.base_prefix:
+            runtimes.insert(0, Path(sys.prefix).absolute())  # not resolved: pyvenv.cfg sits beside bin/
+        for runtime in reversed(runtimes):
+            if not runtime.is_relative_to("/usr") and runtime not in ro_paths:
+                ro_paths.insert(0, runtime)
         self.ro_paths = [p for p in ro_paths if p.exists()]
         bins = [str(p / "bin") for p in self.ro_paths if (p / "bin").is_dir()]
         self.sandbox_path = ":".join([*bins, SANDBOX_PATH])

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 __all__ = [
+    "HEADLESS_ENV",
     "MASK",
     "build_sandbox_env",
     "is_secret_name",
@@ -23,6 +24,11 @@ __all__ = [
 ]
 
 MASK = "***"
+
+# Set for every sandboxed command (an injected value of the same name wins): analysis code
+# runs headless, so matplotlib must not look for a display or inherit a notebook kernel's
+# inline backend (``module://matplotlib_inline...``), which only works inside the kernel.
+HEADLESS_ENV: Mapping[str, str] = {"MPLBACKEND": "Agg"}
 
 # Substrings that mark a variable name as secret, matched case-insensitively.
 # "PASS" also covers PASSWORD, PASSWD and PGPASSFILE.

@@ -3,7 +3,8 @@
 * :func:`isolated_env` — the environment of a command inside an isolating sandbox. Unlike
   the ``local`` provider it inherits almost nothing from the host: only locale and
   terminal settings, then the injected (request-scoped) values, with a fixed ``PATH``,
-  ``HOME`` and ``TMPDIR`` that make sense inside the sandbox.
+  ``HOME`` and ``TMPDIR`` that make sense inside the sandbox, and matplotlib set up to
+  run headless with its cache in the private ``/tmp``.
 * :func:`limit_notes` — turns the symptoms of a resource limit (``MemoryError``, a
   fork refused, a cgroup OOM kill) into plain notes on the :class:`CommandResult`, so
   the agent learns *why* its command died instead of guessing.
@@ -16,7 +17,7 @@ import os
 from collections.abc import Mapping
 
 from deerflow_nb.sandbox.base import CommandResult
-from deerflow_nb.sandbox.env_policy import build_sandbox_env
+from deerflow_nb.sandbox.env_policy import HEADLESS_ENV, build_sandbox_env
 
 __all__ = [
     "SANDBOX_HOME",
@@ -29,6 +30,9 @@ __all__ = [
 
 SANDBOX_HOME = "/tmp"
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# matplotlib's config and font cache: the default (under HOME) would do too, but an explicit
+# writable folder keeps it working when a command sets HOME elsewhere.
+SANDBOX_MPLCONFIGDIR = "/tmp/matplotlib"
 
 # Locale and terminal settings are harmless and change how tools format output.
 _PASS_THROUGH = frozenset({"LANG", "LANGUAGE", "TZ", "TERM"})
@@ -48,7 +52,8 @@ def isolated_env(
     Host variables other than locale/terminal settings are dropped (their values
     describe the host, and some are secrets); ``extra`` is layered on top through
     :func:`~deerflow_nb.sandbox.env_policy.build_sandbox_env`, so it is validated the
-    same way as for the local provider. ``extra`` may override ``PATH`` or ``HOME``.
+    same way as for the local provider. ``extra`` may override ``PATH``, ``HOME`` or the
+    matplotlib settings (``MPLBACKEND=Agg``, ``MPLCONFIGDIR=/tmp/matplotlib``).
     """
     source = os.environ if base is None else base
     kept = {k: v for k, v in source.items() if k in _PASS_THROUGH or k.startswith("LC_")}
@@ -61,6 +66,8 @@ def isolated_env(
         "SHELL": "/bin/bash",
         "LANG": kept.get("LANG") or "C.UTF-8",
         "PYTHONDONTWRITEBYTECODE": "1",
+        **HEADLESS_ENV,
+        "MPLCONFIGDIR": SANDBOX_MPLCONFIGDIR,
     }
     return build_sandbox_env(extra, base={**kept, **fixed})
 

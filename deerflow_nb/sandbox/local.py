@@ -21,6 +21,7 @@ import dataclasses
 import os
 import re
 import sys
+import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -36,7 +37,7 @@ from deerflow_nb.sandbox.base import (
     Sandbox,
     SandboxProvider,
 )
-from deerflow_nb.sandbox.env_policy import build_sandbox_env, mask_values
+from deerflow_nb.sandbox.env_policy import HEADLESS_ENV, build_sandbox_env, mask_values
 from deerflow_nb.sandbox.paths import VIRTUAL_SKILLS, VIRTUAL_WORKSPACE, Mount, PathMapping, thread_mounts
 from deerflow_nb.sandbox.process import run_command
 from deerflow_nb.sandbox.search import GREP_SKIP_DIRS, glob_regex, grep_file, walk_tree
@@ -96,13 +97,19 @@ class LocalSandbox(Sandbox):
 
         On the host, ``python`` in the agent's commands is then the notebook's own interpreter,
         with the packages the user installed (pandas, matplotlib, ...), not whatever comes first
-        on the system PATH.
+        on the system PATH. matplotlib runs headless (``MPLBACKEND=Agg``, also replacing a
+        notebook kernel's inline backend), with its cache in a per-user temporary folder when
+        ``HOME`` is not writable; injected values of those names win.
         """
         env = build_sandbox_env(extra=injected)
         bin_dir = os.path.dirname(sys.executable)
         parts = [p for p in env.get("PATH", "").split(os.pathsep) if p]
         if bin_dir and bin_dir not in parts:
             env["PATH"] = os.pathsep.join([bin_dir, *parts])
+        env.update({name: value for name, value in HEADLESS_ENV.items() if name not in injected})
+        home = env.get("HOME", "")
+        if "MPLCONFIGDIR" not in env and not (home and os.access(home, os.W_OK)):
+            env["MPLCONFIGDIR"] = os.path.join(tempfile.gettempdir(), f"deerflow-nb-matplotlib-{os.getuid()}")
         return env
 
     def execute_command(

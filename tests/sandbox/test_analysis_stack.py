@@ -9,8 +9,10 @@ with a hint to rebuild it.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -122,3 +124,24 @@ def test_bubblewrap_binds_the_virtual_environment_read_only(make_provider: Calla
     hidden = make_provider("bubblewrap", expose_venv=False).acquire("no-venv")
     result = hidden.execute_command(f"python3 -c 'import sys; print(sys.prefix)'; test -e {sys.prefix} || echo absent")
     assert result.output.splitlines()[-1] == "absent", result.output
+
+
+def test_local_overrides_a_kernel_backend_and_finds_a_writable_cache(
+    make_provider: Callable[..., SandboxProvider], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from deerflow_nb.sandbox.local import LocalSandbox
+
+    sandbox = make_provider("local").acquire("env")
+    assert isinstance(sandbox, LocalSandbox)
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")  # as in a Jupyter kernel
+    monkeypatch.delenv("MPLCONFIGDIR", raising=False)
+    assert sandbox.command_env({})["MPLBACKEND"] == "Agg"
+    assert sandbox.command_env({"MPLBACKEND": "svg"})["MPLBACKEND"] == "svg"
+    read_only_home = tmp_path / "ro-home"
+    read_only_home.mkdir(mode=0o555)
+    monkeypatch.setenv("HOME", str(read_only_home))
+    if os.access(read_only_home, os.W_OK):  # root ignores the mode: pretend HOME is unwritable
+        monkeypatch.setenv("HOME", "")
+    assert "deerflow-nb-matplotlib-" in sandbox.command_env({})["MPLCONFIGDIR"]
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert "MPLCONFIGDIR" not in sandbox.command_env({})
