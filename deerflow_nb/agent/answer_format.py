@@ -4,7 +4,8 @@ The small profile's answer is what its program printed, so every number in it co
 executed code. :func:`format_output` only changes the presentation: aligned tables (pandas'
 ``Series``/``DataFrame`` printouts) become fenced blocks so their columns stay aligned, other
 lines keep their line breaks, and floats printed with more than six decimals are shortened to six
-significant digits (``0.1557324011`` → ``0.155732``).
+significant digits (``0.1557324011`` → ``0.155732``); pandas' ``Name: ..., dtype: ...`` footers are
+left out, and so are the brackets of a template the program filled in (``median=<9.48>``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ __all__ = ["format_output", "shorten_floats"]
 
 _LONG_FLOAT = re.compile(r"(?<![\w.])-?\d+\.\d{7,}(?:[eE][-+]?\d+)?(?![\w.])")
 _COLUMNS = re.compile(r"\S\s{2,}\S")
+# a template's brackets kept around the value put in it ("median=<9.48>" for "answer as median=<value>")
+_FILLED_TEMPLATE = re.compile(r"<\s*(-?[\d.,]+(?:e[-+]?\d+)?\s*%?)\s*>")
+# the footer pandas prints under a Series ("Name: tip, dtype: float64", "Freq: M, ..."): not part of an answer
+_FOOTER = re.compile(r"^(?:(?:Name|Freq): [^,]*, )*(?:Name: .*, )?dtype: [\w\[\], ]+$")
 
 
 def shorten_floats(text: str) -> str:
@@ -30,9 +35,14 @@ def _tabular(line: str) -> bool:
     return bool(_COLUMNS.search(line.strip()))
 
 
-def format_output(stdout: str) -> str:
-    """The Markdown answer for a program's ``stdout`` (see the module docstring)."""
-    lines = shorten_floats(stdout).strip("\n").splitlines()
+def format_output(stdout: str, *, shorten: bool = True) -> str:
+    """The Markdown answer for a program's ``stdout`` (see the module docstring).
+
+    ``shorten=False`` keeps every decimal (the user asked for a precision).
+    """
+    text = shorten_floats(stdout) if shorten else stdout
+    text = _FILLED_TEMPLATE.sub(r"\1", text)
+    lines = [line for line in text.strip("\n").splitlines() if not _FOOTER.match(line.strip())]
     while lines and not lines[-1].strip():
         lines.pop()
     out: list[str] = []

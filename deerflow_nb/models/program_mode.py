@@ -23,13 +23,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-__all__ = ["CODE_PREFIX_KWARG", "ProgramRequest", "code_tools", "program_message", "program_request",
-           "split_program"]
+__all__ = ["CODE_PREFIX_KWARG", "PROGRAM_MAX_TOKENS", "ProgramRequest", "ProgramStream", "as_text_turns", "code_tools",
+           "program_message", "program_request", "split_program"]
 
 #: The request option carrying the program's first lines (a ``model_settings`` key of the agent).
 CODE_PREFIX_KWARG = "code_prefix"
+#: The most tokens a prefilled program may take: a short analysis program is far below it, and a model that
+#: repeats itself stops here (a cut-off program fails and is written again) instead of at ``max_tokens``.
+PROGRAM_MAX_TOKENS = 700
 _OPEN = "```python\n"
 _FENCE_START = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n", re.IGNORECASE)
 
@@ -77,9 +80,35 @@ def _chosen(tool_choice: Any) -> str | None:
     return None
 
 
+def _only_code(message: AIMessage, tools: frozenset[str]) -> bool:
+    return all(call["name"] in tools for call in message.tool_calls)
+
+
+def as_text_turns(messages: Sequence[BaseMessage], tools: frozenset[str]) -> list[BaseMessage]:
+    """The conversation with its programs as fenced blocks and their results as user turns.
+
+    The model then sees earlier programs written the way it is asked to write the next one, not as
+    tool-call JSON (which a small model would start to imitate).
+    """
+    out: list[BaseMessage] = []
+    calls: set[str] = set()
+    for message in messages:
+        if isinstance(message, AIMessage) and message.tool_calls and _only_code(message, tools):
+            text = message.text.strip()
+            blocks = [f"{_OPEN}{str(c['args'].get('code', '')).rstrip()}\n```" for c in message.tool_calls]
+            calls.update(str(c.get("id")) for c in message.tool_calls)
+            out.append(AIMessage(content="\n\n".join([*([text] if text else []), *blocks]), id=message.id))
+        elif isinstance(message, ToolMessage) and message.tool_call_id in calls:
+            out.append(HumanMessage(content=f"Output of the program:\n{message.text}"))
+        else:
+            out.append(message)
+    return out
+
+
 def program_request(messages: list[BaseMessage], kwargs: dict[str, Any], tools: frozenset[str],
                     drop: Sequence[str]) -> ProgramRequest:
     """The request for a program-mode call (``tools``: the bound code tools; ``drop``: option keys to remove)."""
+    messages = as_text_turns(messages, tools)
     prefix = str(kwargs.get(CODE_PREFIX_KWARG) or "")
     choice = kwargs.get("tool_choice")
     tool = _chosen(choice) if _chosen(choice) in tools else None
@@ -89,6 +118,7 @@ def program_request(messages: list[BaseMessage], kwargs: dict[str, Any], tools: 
     if not forced:
         return ProgramRequest(list(messages), request, tool, "")
     prefill = _OPEN + (prefix.rstrip("\n") + "\n" if prefix.strip() else "")
+    request["max_tokens"] = min(int(request.get("max_tokens") or PROGRAM_MAX_TOKENS), PROGRAM_MAX_TOKENS)
     return ProgramRequest([*messages, AIMessage(content=prefill)], request, tool, prefill)
 
 

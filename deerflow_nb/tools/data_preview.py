@@ -14,7 +14,7 @@ import keyword
 import posixpath
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +100,7 @@ class DataPreview:
     text: str
     prelude: str
     variables: dict[str, str]  # virtual path -> DataFrame variable
+    columns: dict[str, list[str]] = field(default_factory=dict)  # DataFrame variable -> its column names
 
     def __bool__(self) -> bool:
         return bool(self.text)
@@ -127,6 +128,7 @@ def render_preview(described: Sequence[dict[str, Any]]) -> DataPreview:
     readable = [d for d in described if "error" not in d]
     taken: set[str] = set()
     variables: dict[str, str] = {}
+    columns: dict[str, list[str]] = {}
     blocks: list[str] = []
     prelude = ["import pandas as pd"] if readable else []
     for item in described:
@@ -136,6 +138,7 @@ def render_preview(described: Sequence[dict[str, Any]]) -> DataPreview:
             continue
         var = "df" if len(readable) == 1 else _variable(path, taken)
         variables[path] = var
+        columns[var] = [str(c.get("name")) for c in item.get("columns", [])]
         load = f"{var} = {item['load']}"
         prelude.append(load)
         for column in item.get("convert_dates", []):
@@ -143,4 +146,4 @@ def render_preview(described: Sequence[dict[str, Any]]) -> DataPreview:
         lines = [f"{var}: {path}, {item.get('rows', '?')} rows, columns:"]
         lines += [_column_line(c) for c in item.get("columns", [])]
         blocks.append("\n".join(lines))
-    return DataPreview("\n\n".join(blocks), "\n".join(prelude), variables)
+    return DataPreview("\n\n".join(blocks), "\n".join(prelude), variables, columns)

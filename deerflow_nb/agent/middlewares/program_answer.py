@@ -49,7 +49,10 @@ _MAX_LINES = 60
 _REQUESTED = re.compile(re.escape(OUTPUTS_DIR) + r"/[\w.\-/]+\.[A-Za-z0-9]{1,5}\b")
 _SMALL_TALK = re.compile(r"^\W*(?:hi|hello|hey|thanks|thank you|thx|ok|okay|great|cool|nice|bye|good (?:morning|"
                          r"afternoon|evening)|who are you|what can you do)\b", re.IGNORECASE)
+_PRECISION = re.compile(r"\b(?:decimals?|decimal places|significant|digits|precision)\b", re.IGNORECASE)
 _NAN = re.compile(r"(?<![\w.])(?:nan|NaN|NaT|<NA>)(?![\w.])")
+# pandas' shortened printout of a long column or table: the program printed data, not an answer
+_TRUNCATED = re.compile(r"Length: \d+, dtype:|^\[\d+ rows x \d+ columns\]$|^\s*\.\.\.(?:\s+\.\.\.)*\s*$", re.MULTILINE)
 
 
 def is_internal(message: BaseMessage) -> bool:
@@ -90,14 +93,16 @@ class ProgramAnswerMiddleware(AgentMiddleware):
 
     # -- what to do next ---------------------------------------------------------------------------
 
-    def problem(self, run: dict[str, Any], requested: Sequence[str], written: Sequence[str]) -> tuple[str, str] | None:
+    def problem(self, run: dict[str, Any], requested: Sequence[str], written: Sequence[str],
+                preview: DataPreview | None = None) -> tuple[str, str] | None:
         """``(stop_reason, hint)`` when a program's run does not answer the question, else ``None``."""
         stdout = str(run.get("stdout") or "")
         if run.get("timed_out"):
             return "unanswered_part", ("The program was stopped at the time limit. Write a faster program (no loops "
                                        "over rows) and write it whole.")
         if run.get("exit_code") not in (0, None):
-            return "unanswered_part", "The program failed with the error above. Write the whole corrected program."
+            return "unanswered_part", "The program failed with the error above. " + _error_hint(run, preview) + \
+                "Write the whole corrected program."
         missing = [p for p in requested if p not in written]
         if missing:
             shown = ", ".join(missing)
@@ -106,6 +111,10 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         lines = [line for line in stdout.splitlines() if line.strip()]
         if not lines and not written:
             return "empty_answer", "The program printed nothing. Write it again so that it prints the answer."
+        if _TRUNCATED.search(stdout):
+            return "unanswered_part", ("The program printed a whole column or table (pandas shortened it with "
+                                       "'...') instead of the asked values. Aggregate it (sum, mean, count, ...) "
+                                       "and print only the values the question asks for, each with a label.")
         if len(lines) > _MAX_LINES:
             return "unanswered_part", (f"The program printed {len(lines)} lines. Write it again so that it prints "
                                        "only the values the question asks for, each with a label.")
@@ -124,9 +133,11 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             return "model", None
         requested = requested_outputs(_original_text(request, human) if human is not None else "")
         written = [path for run in programs for path in run.get("written", [])]
-        problem = self.problem(programs[-1], requested, written)
+        cached = context_of(request).extra.get(_PREVIEW_KEY)
+        problem = self.problem(programs[-1], requested, written, cached if isinstance(cached, DataPreview) else None)
         if problem is None:
-            return "answer", self._answer(programs[-1])
+            asked = _original_text(request, human) if human is not None else ""
+            return "answer", self._answer(programs[-1], shorten=not _PRECISION.search(asked))
         reason, hint = problem
         if len(programs) >= self.max_programs:
             final = programs[-1]
@@ -137,8 +148,8 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         return "model", hint
 
     @staticmethod
-    def _answer(run: dict[str, Any]) -> AIMessage:
-        text = format_output(str(run.get("stdout") or ""))
+    def _answer(run: dict[str, Any], *, shorten: bool = True) -> AIMessage:
+        text = format_output(str(run.get("stdout") or ""), shorten=shorten)
         written = [p for p in run.get("written", []) if p not in text]
         if written:
             text = (text + "\n\n" if text else "") + "Saved: " + ", ".join(f"`{p}`" for p in written)
@@ -243,6 +254,20 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         cached = ctx.extra.get(_PREVIEW_KEY)
         preview = cached if isinstance(cached, DataPreview) else await asyncio.to_thread(self._preview, request)
         return self._finish(await handler(self._request(request, preview, step[1])))
+
+
+_KEY_ERROR = re.compile(r"^KeyError: (['\"])(?P<name>.+)\1\s*$", re.MULTILINE)
+
+
+def _error_hint(run: dict[str, Any], preview: DataPreview | None) -> str:
+    """A hint for a failed program: for a missing column, the columns there are."""
+    match = _KEY_ERROR.search(str(run.get("stderr") or ""))
+    if match is None or preview is None or not preview.columns:
+        return ""
+    name = match.group("name")
+    listing = "; ".join(f"{var}: {', '.join(cols)}" for var, cols in preview.columns.items())
+    return (f"There is no column {name!r}. The columns are: {listing}. A value such as \"a / b\" is computed from "
+            "its columns, e.g. df[\"a\"] / df[\"b\"]. ")
 
 
 def _describe(reason: str, requested: Sequence[str], written: Sequence[str]) -> str:
