@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["format_output", "shorten_floats"]
+__all__ = ["format_output", "pad_decimals", "shorten_floats"]
 
 _LONG_FLOAT = re.compile(r"(?<![\w.])-?\d+\.\d{7,}(?:[eE][-+]?\d+)?(?![\w.])")
+_DECIMAL = re.compile(r"(?<![\w.])(-?\d+)\.(\d+)(?![\w.]|e[-+]?\d)")
 _COLUMNS = re.compile(r"\S\s{2,}\S")
 # a template's brackets kept around the value put in it ("median=<9.48>" for "answer as median=<value>")
 _FILLED_TEMPLATE = re.compile(r"<\s*(-?[\d.,]+(?:e[-+]?\d+)?\s*%?)\s*>")
@@ -35,12 +36,28 @@ def _tabular(line: str) -> bool:
     return bool(_COLUMNS.search(line.strip()))
 
 
-def format_output(stdout: str, *, shorten: bool = True) -> str:
+def pad_decimals(text: str, decimals: int) -> str:
+    """``text`` with decimal numbers written with fewer than ``decimals`` decimals zero-padded (``139.1`` → ``139.10``).
+
+    Python's ``round(x, 2)`` prints ``139.1``; a user who asked for two decimals expects ``139.10``.
+    Whole numbers (counts) are left alone.
+    """
+    def pad(match: re.Match[str]) -> str:
+        whole, frac = match.group(1), match.group(2)
+        return f"{whole}.{frac.ljust(decimals, '0')}"
+
+    return _DECIMAL.sub(pad, text)
+
+
+def format_output(stdout: str, *, shorten: bool = True, decimals: int | None = None) -> str:
     """The Markdown answer for a program's ``stdout`` (see the module docstring).
 
-    ``shorten=False`` keeps every decimal (the user asked for a precision).
+    ``shorten=False`` keeps every decimal (the user asked for a precision); ``decimals`` pads decimal numbers
+    to that many places (:func:`pad_decimals`).
     """
     text = shorten_floats(stdout) if shorten else stdout
+    if decimals:
+        text = pad_decimals(text, decimals)
     text = _FILLED_TEMPLATE.sub(r"\1", text)
     lines = [line for line in text.strip("\n").splitlines() if not _FOOTER.match(line.strip())]
     while lines and not lines[-1].strip():

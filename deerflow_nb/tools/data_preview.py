@@ -20,7 +20,7 @@ from typing import Any
 
 from deerflow_nb.sandbox.base import Sandbox
 
-__all__ = ["DATA_SUFFIXES", "DataPreview", "data_files", "preview_files", "render_preview"]
+__all__ = ["DATA_SUFFIXES", "MISSING", "DataPreview", "data_files", "preview_files", "render_preview"]
 
 #: Files the agent can load as a table.
 DATA_SUFFIXES = (".csv", ".tsv", ".tab", ".txt", ".xlsx", ".xlsm", ".xls", ".parquet", ".pq", ".jsonl", ".ndjson",
@@ -58,23 +58,32 @@ def data_files(text: str, uploads: Sequence[str]) -> list[str]:
     return found[:_MAX_FILES]
 
 
+MISSING = "does not exist"
+
+
 def preview_files(sandbox: Sandbox, paths: Sequence[str], *, timeout: float = 120) -> list[dict[str, Any]]:
-    """Describe ``paths`` with :mod:`.preview_script` run in ``sandbox``; files that do not exist are left out."""
+    """Describe ``paths`` with :mod:`.preview_script` run in ``sandbox``.
+
+    A file that does not exist is ``{"path", "error": MISSING}`` (one under the outputs folder is left out:
+    the question may ask for it to be written).
+    """
     existing = [p for p in paths if sandbox.exists(p)]
+    missing = [{"path": p, "error": MISSING} for p in paths
+               if p not in existing and not p.startswith("/mnt/user-data/outputs/")]
     if not existing:
-        return []
+        return missing
     args = " ".join(_quote(p) for p in existing)
     command = f"PYTHONWARNINGS=ignore python3 - {args} <<'{_EOF}'\n{_SCRIPT}\n{_EOF}"
     result = sandbox.execute_command(command, timeout=timeout)
     lines = [line for line in result.output.strip().splitlines() if line.startswith("[")]
     if not lines:
         reason = result.output.strip().splitlines()[-1:] or ["no output"]
-        return [{"path": p, "error": f"could not be described: {reason[0][:200]}"} for p in existing]
+        return [*({"path": p, "error": f"could not be described: {reason[0][:200]}"} for p in existing), *missing]
     try:
         described = json.loads(lines[-1])
     except ValueError:
-        return [{"path": p, "error": "could not be described"} for p in existing]
-    return [d for d in described if isinstance(d, dict)]
+        return [*({"path": p, "error": "could not be described"} for p in existing), *missing]
+    return [*(d for d in described if isinstance(d, dict)), *missing]
 
 
 def _quote(path: str) -> str:
@@ -101,6 +110,7 @@ class DataPreview:
     prelude: str
     variables: dict[str, str]  # virtual path -> DataFrame variable
     columns: dict[str, list[str]] = field(default_factory=dict)  # DataFrame variable -> its column names
+    missing: list[str] = field(default_factory=list)  # files the question names that do not exist
 
     def __bool__(self) -> bool:
         return bool(self.text)
@@ -146,4 +156,5 @@ def render_preview(described: Sequence[dict[str, Any]]) -> DataPreview:
         lines = [f"{var}: {path}, {item.get('rows', '?')} rows, columns:"]
         lines += [_column_line(c) for c in item.get("columns", [])]
         blocks.append("\n".join(lines))
-    return DataPreview("\n\n".join(blocks), "\n".join(prelude), variables, columns)
+    missing = [str(d.get("path")) for d in described if d.get("error") == MISSING]
+    return DataPreview("\n\n".join(blocks), "\n".join(prelude), variables, columns, missing)

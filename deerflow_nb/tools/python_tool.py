@@ -4,8 +4,8 @@ The program gets the sandbox's ``python3`` (pandas, numpy, scipy, scikit-learn, 
 openpyxl and pyarrow are there in every sandbox), runs in ``/mnt/user-data/workspace`` with
 matplotlib's ``Agg`` backend and warnings off, and sees the user's files by their virtual paths.
 
-Its result keeps stdout and stderr apart: the model sees stdout, then the error's last lines on
-failure; ``deerflow_program`` in the message's ``additional_kwargs`` carries ``stdout``,
+Its result keeps stdout and stderr apart: the model sees stdout (its start and end when it is long),
+then the error's last lines on failure; ``deerflow_program`` in the message's ``additional_kwargs`` carries ``stdout``,
 ``stderr``, ``exit_code`` and ``written`` (the files it created or changed under
 ``/mnt/user-data/outputs``). With ``present_outputs`` those files are presented to the user (the
 ``artifacts`` state key) in the same step. The local sandbox runs the program on the host with
@@ -37,6 +37,9 @@ _MARK = "<<deerflow:{}>>"
 _MAX_CODE = 50_000
 _MAX_STDOUT = 12_000
 _MAX_STDERR = 4_000
+#: What the model sees of a program's output: enough for any answer, little enough for a small context
+#: (the whole output stays on the message, ``deerflow_program``).
+_MAX_SHOWN = 2_000
 #: Text files a program may write whose contents are checked for host paths (local sandbox).
 _TEXT_SUFFIXES = (".md", ".txt", ".csv", ".tsv", ".json", ".jsonl", ".html", ".htm", ".svg", ".xml", ".yaml",
                   ".yml", ".log", ".py", ".tex")
@@ -168,13 +171,21 @@ def trim_traceback(stderr: str, *, keep: int = 6) -> str:
     return "\n".join(out[-keep:])
 
 
+def _shown(text: str, limit: int = _MAX_SHOWN) -> str:
+    """``text`` for the model: its start and end when it is longer than ``limit`` characters."""
+    if len(text) <= limit:
+        return text
+    head, tail = text[:limit * 2 // 3], text[-limit // 3:]
+    return f"{head}\n... ({len(text) - len(head) - len(tail)} characters not shown) ...\n{tail}"
+
+
 def _result_text(run: ProgramRun) -> str:
     if run.timed_out:
-        return "Error: the program was stopped at the sandbox's time limit.\n" + run.stdout[-2000:]
+        return "Error: the program was stopped at the sandbox's time limit.\n" + _shown(run.stdout, 1000)
     if not run.ok:
-        printed = f"It printed before failing:\n{run.stdout[-1500:]}\n" if run.stdout.strip() else ""
+        printed = f"It printed before failing:\n{_shown(run.stdout, 1000)}\n" if run.stdout.strip() else ""
         return f"Error (exit code {run.exit_code}):\n{trim_traceback(run.stderr)}\n{printed}".rstrip()
-    text = run.stdout if run.stdout.strip() else "(the program printed nothing)"
+    text = _shown(run.stdout) if run.stdout.strip() else "(the program printed nothing)"
     if run.written:
         text += "\n\nFiles written: " + ", ".join(run.written)
     return text

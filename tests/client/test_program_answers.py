@@ -113,6 +113,16 @@ def test_non_answers_are_repaired_once_then_fail_honestly(agent, question, reaso
     assert thread.chat("thanks") == "You're welcome!"
 
 
+def test_a_question_about_a_missing_file_fails_at_once_saying_what_there_is(agent, sales):
+    thread = _thread(agent, sales)
+    with pytest.raises(AnswerError) as caught:
+        thread.chat(f"What is the mean price in {UP}/prices.csv?")
+    assert caught.value.stop_reason == "unanswered_part"
+    assert caught.value.cause == (f"could not compute an answer: {UP}/prices.csv does not exist "
+                                  f"(uploaded files: {UP}/sales.csv)")
+    assert [m.type for m in thread.messages] == ["human"]  # no program was run, nothing stored as an answer
+
+
 def test_a_plain_reply_without_numbers_passes(agent):
     assert agent.thread().chat("thanks!") == "You're welcome!"
 

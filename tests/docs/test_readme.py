@@ -8,25 +8,25 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 
-CONFIG = """\
-models:
-- name: scripted
-  use: deerflow_nb.testing:ScriptedChatModel
-  profile: small
-  responses:
-  - content: ''
-    tool_calls:
-    - name: table_group
-      args: {path: /mnt/user-data/uploads/sales.csv, by: region, value: units*unit_price}
-  - The total revenue is 1711.25; East earned the most.
-sandbox:
-  use: local
-memory:
-  enabled: false
+PROGRAM = """\
+import pandas as pd
+df = pd.read_csv('/mnt/user-data/uploads/sales.csv')
+rev = (df['units'] * df['unit_price']).groupby(df['region']).sum()
+with open('/mnt/user-data/outputs/report.md', 'w') as f:
+    f.write('# Revenue by region\\n\\n' + rev.to_string() + f'\\n\\nTotal: {rev.sum():.2f}\\n')
+print('total revenue (units * unit_price):', round(rev.sum(), 2))
 """
+
+CONFIG = {
+    "models": [{"name": "scripted", "use": "deerflow_nb.testing:ScriptedChatModel", "profile": "small",
+                "responses": [{"content": "", "tool_calls": [{"name": "python", "args": {"code": PROGRAM}}]}]}],
+    "sandbox": {"use": "local"},
+    "memory": {"enabled": False},
+}
 
 
 def readme_snippet() -> str:
@@ -37,7 +37,7 @@ def readme_snippet() -> str:
 @pytest.mark.asyncio
 async def test_readme_snippet_runs_as_written(tmp_path, monkeypatch):
     config = tmp_path / "config.yaml"
-    config.write_text(CONFIG)
+    config.write_text(yaml.safe_dump(CONFIG))
     monkeypatch.setenv("DEER_FLOW_CONFIG_PATH", str(config))
     monkeypatch.chdir(REPO)  # the snippet names notebooks/data/sales.csv relative to the checkout
     code = compile(readme_snippet(), "README.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
@@ -48,11 +48,12 @@ async def test_readme_snippet_runs_as_written(tmp_path, monkeypatch):
     thread, agent = namespace["thread"], namespace["agent"]
     try:
         state = await thread.aget_state()
-        # the scripted model named no report: the table tool wrote the one the request asked for
+        # the program's report was presented without a separate step, and its output is the answer
         assert state["artifacts"] == ["/mnt/user-data/outputs/report.md"]
         report, _mime = await thread.aartifact("/mnt/user-data/outputs/report.md")
         text = report.decode()
-        assert "| East | 491 |" in text and "1711.25" in text  # computed by pandas in the sandbox
-        assert "1711.25" in namespace["answer"]
+        assert "East     491.00" in text and "Total: 1711.25" in text  # computed by pandas in the sandbox
+        assert namespace["answer"] == ("total revenue (units * unit_price): 1711.25\n\n"
+                                       "Saved: `/mnt/user-data/outputs/report.md`")
     finally:
         await agent.aclose()

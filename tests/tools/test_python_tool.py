@@ -100,7 +100,9 @@ def test_preview_describes_every_format_and_loads_each_file(sandbox, context, tm
         sandbox.write_file(f"{UP}/{name}", local.read_bytes())
     described = preview_files(sandbox, [f"{UP}/{n}" for n in ("a.csv", "b.tsv", "c.xlsx", "d.parquet", "e.jsonl")]
                               + [f"{UP}/nope.csv"])
-    assert [d["path"].rsplit("/", 1)[1] for d in described] == ["a.csv", "b.tsv", "c.xlsx", "d.parquet", "e.jsonl"]
+    assert [d["path"].rsplit("/", 1)[1] for d in described] == ["a.csv", "b.tsv", "c.xlsx", "d.parquet", "e.jsonl",
+                                                                "nope.csv"]
+    assert described.pop() == {"path": f"{UP}/nope.csv", "error": "does not exist"}
     for item in described:
         columns = {c["name"]: c for c in item["columns"]}
         assert item["rows"] == 3 and columns["order date"]["kind"] == "date"

@@ -60,8 +60,12 @@ class AnswerCheckMiddleware(AgentMiddleware):
             return None
         names = [str(getattr(t, "name", "")) for t in request.tools]
         system = request.system_message.text if isinstance(request.system_message, SystemMessage) else ""
+        # the runtime's own hidden hints are instructions too (a model may answer with one)
+        hints = [m.text for m in request.messages if isinstance(m, HumanMessage)
+                 and m.additional_kwargs.get("deerflow_internal")]
         sources = answer_sources(request.messages) if self.grounding else None
-        return check_answer(message.text, tool_names=names, instructions=[system] if system else [], sources=sources)
+        return check_answer(message.text, tool_names=names, instructions=[system, *hints] if system else hints,
+                            sources=sources)
 
     def _retry_request(self, request: ModelRequest, problem: AnswerProblem) -> ModelRequest:
         return request.override(messages=[*request.messages, _hint(problem.repair)])

@@ -41,15 +41,23 @@ from deerflow_nb.tools.data_preview import DataPreview, data_files, preview_file
 from deerflow_nb.tools.present_files import OUTPUTS_DIR
 from deerflow_nb.tools.python_tool import PROGRAM_KEY
 
-__all__ = ["CODE_TOOL", "ProgramAnswerMiddleware", "is_internal", "requested_outputs", "user_turn"]
+__all__ = ["CODE_TOOL", "REPAIR_TEMPERATURES", "ProgramAnswerMiddleware", "is_internal", "requested_outputs",
+           "user_turn"]
 
 CODE_TOOL = "python"
+#: Sampling temperature of the second, third, ... program of a question (the first is greedy). Measured:
+#: at temperature 0 the embedded model answered an error by writing the same program again, every time.
+REPAIR_TEMPERATURES = (0.5, 0.8)
 _PREVIEW_KEY = "deerflow.data_preview"
 _MAX_LINES = 60
 _REQUESTED = re.compile(re.escape(OUTPUTS_DIR) + r"/[\w.\-/]+\.[A-Za-z0-9]{1,5}\b")
 _SMALL_TALK = re.compile(r"^\W*(?:hi|hello|hey|thanks|thank you|thx|ok|okay|great|cool|nice|bye|good (?:morning|"
                          r"afternoon|evening)|who are you|what can you do)\b", re.IGNORECASE)
 _PRECISION = re.compile(r"\b(?:decimals?|decimal places|significant|digits|precision)\b", re.IGNORECASE)
+# "round to 2 decimals", "with 1 decimal place", "2 d.p."
+_PLACES = re.compile(r"\b([1-6]|one|two|three|four|five|six)\s*(?:decimals?|decimal places?|d\.p\.|dp)\b",
+                     re.IGNORECASE)
+_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 _NAN = re.compile(r"(?<![\w.])(?:nan|NaN|NaT|<NA>)(?![\w.])")
 # pandas' shortened printout of a long column or table: the program printed data, not an answer
 _TRUNCATED = re.compile(r"Length: \d+, dtype:|^\[\d+ rows x \d+ columns\]$|^\s*\.\.\.(?:\s+\.\.\.)*\s*$", re.MULTILINE)
@@ -137,7 +145,9 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         problem = self.problem(programs[-1], requested, written, cached if isinstance(cached, DataPreview) else None)
         if problem is None:
             asked = _original_text(request, human) if human is not None else ""
-            return "answer", self._answer(programs[-1], shorten=not _PRECISION.search(asked))
+            places = _PLACES.search(asked)
+            return "answer", self._answer(programs[-1], shorten=not _PRECISION.search(asked),
+                                          decimals=_places(places.group(1)) if places else None)
         reason, hint = problem
         if len(programs) >= self.max_programs:
             final = programs[-1]
@@ -148,8 +158,8 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         return "model", hint
 
     @staticmethod
-    def _answer(run: dict[str, Any], *, shorten: bool = True) -> AIMessage:
-        text = format_output(str(run.get("stdout") or ""), shorten=shorten)
+    def _answer(run: dict[str, Any], *, shorten: bool = True, decimals: int | None = None) -> AIMessage:
+        text = format_output(str(run.get("stdout") or ""), shorten=shorten, decimals=decimals)
         written = [p for p in run.get("written", []) if p not in text]
         if written:
             text = (text + "\n\n" if text else "") + "Saved: " + ", ".join(f"`{p}`" for p in written)
@@ -176,6 +186,17 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         ctx.extra[_PREVIEW_KEY] = preview
         return preview
 
+    def _refuse_missing(self, request: ModelRequest, preview: DataPreview) -> None:
+        """A question about files that do not exist fails at once, saying which (and what there is)."""
+        if not preview.missing:
+            return
+        ctx = context_of(request)
+        uploads = [str(e.get("path")) for e in (ctx.extra.get("uploads_scan") or self._scan(ctx))]
+        there = ", ".join(uploads) if uploads else "none"
+        cause = (f"could not compute an answer: {', '.join(preview.missing)} does not exist "
+                 f"(uploaded files: {there})")
+        raise AnswerError(cause, run_id=ctx.run_id, stop_reason="unanswered_part", cause=cause)
+
     @staticmethod
     def _scan(ctx: Any) -> list[dict[str, Any]]:
         from deerflow_nb.agent.middlewares.uploads import list_upload_entries
@@ -198,8 +219,13 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         if not (code and any(getattr(t, "name", None) == CODE_TOOL for t in request.tools)):
             return request.override(messages=messages)
         settings = dict(request.model_settings)
-        if preview.prelude and getattr(request.model, "supports_code_prefix", False):
-            settings["code_prefix"] = preview.prelude
+        if getattr(request.model, "supports_code_prefix", False):
+            if preview.prelude:
+                settings["code_prefix"] = preview.prelude
+            tries = len(_programs(after))
+            if tries:  # greedy decoding writes the failed program again, word for word: sample the repair
+                settings["temperature"] = REPAIR_TEMPERATURES[min(tries, len(REPAIR_TEMPERATURES)) - 1]
+                settings["seed"] = tries  # reproducible runs
         return request.override(messages=messages, model_settings=settings,
                                 tool_choice={"type": "function", "function": {"name": CODE_TOOL}})
 
@@ -239,6 +265,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         if step[0] == "fail":
             raise step[1]
         preview = self._preview(request)
+        self._refuse_missing(request, preview)
         return self._finish(handler(self._request(request, preview, step[1])))
 
     async def awrap_model_call(
@@ -253,6 +280,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         ctx = context_of(request)
         cached = ctx.extra.get(_PREVIEW_KEY)
         preview = cached if isinstance(cached, DataPreview) else await asyncio.to_thread(self._preview, request)
+        self._refuse_missing(request, preview)
         return self._finish(await handler(self._request(request, preview, step[1])))
 
 
@@ -268,6 +296,10 @@ def _error_hint(run: dict[str, Any], preview: DataPreview | None) -> str:
     listing = "; ".join(f"{var}: {', '.join(cols)}" for var, cols in preview.columns.items())
     return (f"There is no column {name!r}. The columns are: {listing}. A value such as \"a / b\" is computed from "
             "its columns, e.g. df[\"a\"] / df[\"b\"]. ")
+
+
+def _places(word: str) -> int:
+    return _WORDS.get(word.lower()) or int(word)
 
 
 def _describe(reason: str, requested: Sequence[str], written: Sequence[str]) -> str:
