@@ -314,6 +314,9 @@ class AnswersConfig(_Section):
                                      "for every profile, or never")
     max_programs: int = Field(default=3, ge=1, le=10,
                               description="small profile: programs tried for one question before the run fails")
+    check_programs: int = Field(default=2, ge=0, le=4,
+                                description="small profile: independent programs that must reach a program's answer "
+                                            "before it is given (one agreeing is enough; 0: no checks)")
 
     def grounds(self, small: bool) -> bool:
         """Whether numeric grounding applies to a run of the small (``True``) or normal profile."""

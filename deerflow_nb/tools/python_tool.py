@@ -15,6 +15,7 @@ virtual paths: the user never sees the data home.
 
 from __future__ import annotations
 
+import ast
 import re
 import shlex
 from typing import Annotated, Any
@@ -28,7 +29,7 @@ from deerflow_nb.sandbox.base import Sandbox
 from deerflow_nb.tools.common import Reply, Runtime, error_reply, get_sandbox, make_tool, reply
 from deerflow_nb.tools.present_files import OUTPUTS_DIR
 
-__all__ = ["PROGRAM_KEY", "ProgramRun", "python_tool", "run_program", "trim_traceback"]
+__all__ = ["PROGRAM_KEY", "ProgramRun", "python_tool", "run_program", "trim_traceback", "uploads_written"]
 
 #: ``additional_kwargs`` key of the tool message with the program's parts (see the module docstring).
 PROGRAM_KEY = "deerflow_program"
@@ -137,6 +138,34 @@ def run_program(sandbox: Sandbox, code: str) -> ProgramRun:
     return ProgramRun(stdout, stderr, result.exit_code, result.timed_out, written)
 
 
+_UPLOADS = "/mnt/user-data/uploads/"
+_WRITERS = frozenset({"to_csv", "to_excel", "to_parquet", "to_json", "to_feather", "to_pickle", "to_html", "savefig",
+                      "write_text", "write_bytes", "to_markdown"})
+
+
+def uploads_written(code: str) -> list[str]:
+    """Uploaded files ``code`` would overwrite (a writer method or ``open(..., "w")`` on an uploads path)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        paths = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        if name == "open":
+            modes = [a.value for a in node.args[1:2] if isinstance(a, ast.Constant)]
+            modes += [k.value.value for k in node.keywords if k.arg == "mode" and isinstance(k.value, ast.Constant)]
+            if not any(isinstance(m, str) and set(m) & set("wax+") for m in modes):
+                continue
+        elif name not in _WRITERS:
+            continue
+        found += [p for p in paths[:1] if p.startswith(_UPLOADS)]
+    return found
+
+
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
 
 
@@ -203,6 +232,9 @@ def _python(
             raise ValueError("code is empty: send a complete Python program")
         if len(code) > _MAX_CODE:
             raise ValueError(f"code is {len(code)} characters long; the limit is {_MAX_CODE}")
+        if overwritten := uploads_written(code):
+            raise ValueError(f"the program would overwrite the user's upload {overwritten[0]}: uploaded files are "
+                             f"never changed; save new files under {OUTPUTS_DIR}/ instead")
         sandbox = get_sandbox(runtime)
         run = run_program(sandbox, code)
     except (OSError, ValueError) as exc:

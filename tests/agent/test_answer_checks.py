@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from deerflow_nb.agent.answer_agreement import agree
 from deerflow_nb.agent.answer_checks import (
     check_answer,
     echoed_instructions,
@@ -110,3 +111,25 @@ def test_program_output_becomes_markdown_without_changing_values():
                    "rows: 244")
     assert format_output("rows: 244\nmedian tip: 3.935\n") == "rows: 244  \nmedian tip: 3.935"
     assert shorten_floats("p = 0.000012345678 and 2.5") == "p = 1.23457e-05 and 2.5"
+
+
+Q = "Which region has the highest total amount in /mnt/user-data/uploads/s.csv, and the mean tip in 2023?"
+
+
+@pytest.mark.parametrize(("first", "second", "same"), [
+    ("region with the highest total amount: West\nmean tip: 3.871", "Region: West (1234.50)\naverage tip in 2023 = 3.87",
+     True),                                                                     # other labels, one prints more
+    ("region with the highest total amount: West", "region: East", False),
+    ("mean of tip by day:\nday\nFri     0.1557\nSat     0.1639", "day\nFri    0.155732\nSat    0.163900", True),
+    ("mean of tip by day:\nday\nFri     0.1557\nSat     0.1639", "day\nFri    0.1557\nSat    0.1700", False),
+    ("bar chart of sales saved to /mnt/user-data/outputs/x.png", "chart saved to /mnt/user-data/outputs/x.png", True),
+    ("Welch t-test: t = -0.3458 , p = 0.7309", "t statistic: -0.3458\np-value: 0.73", True),
+    ("share: 22.36%", "share of West: 0.2236", True),                           # a percentage and its fraction
+    ("count: 102", "count: 105", False),
+    ("top 3:\nNorth\nEast\nWest", "top 3:\nNorth\nWest\nSouth", False),
+    ("rows in 2023: 45", "rows in 2023: 2023", False),                          # the question's numbers are not values
+    ("", "count: 3", False),
+])
+def test_two_outputs_agree_on_their_values_not_their_labels(first, second, same):
+    assert agree(first, second, Q) is same
+    assert agree(second, first, Q) is same

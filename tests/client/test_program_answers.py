@@ -43,7 +43,9 @@ def test_a_failed_program_is_repaired_and_its_output_is_the_answer(agent, sales)
     answer = thread.chat(f"What is the revenue per region in {UP}/sales.csv?")
     assert answer == "revenue (units * price) by region:\n\n```text\nregion\nEast    11.5\nWest     5.0\n```"
     tools = [m for m in thread.messages if isinstance(m, ToolMessage)]
-    assert [t.status for t in tools] == ["error", "success"]
+    # the repair ran; then two independent checks wrote the first program again, which failed to run: a check
+    # that does not run does not contradict the answer
+    assert [t.status for t in tools] == ["error", "success", "error", "error"]
     assert "KeyError: 'revenue'" in tools[0].content  # the repair turn saw the error
     final = thread.messages[-1]
     assert isinstance(final, AIMessage) and final.text == answer and not final.tool_calls
@@ -73,8 +75,34 @@ def test_a_requested_file_is_written_on_the_repair_and_presented_with_virtual_pa
     report = thread.artifact(f"{OUT}/sales_report.md")[0].decode()
     assert report == f"# Sales\n\nSource: {UP}/sales.csv\n\nRows: 3\n"  # the virtual path, never the data home
     assert answer == f"rows: 3\n\nSaved: `{OUT}/sales_report.md`"
-    # the first program did not write it: the model was told so and wrote it again
-    assert len([m for m in thread.messages if isinstance(m, ToolMessage)]) == 2
+    # the first program did not write it: the model was told so and wrote it again (then one check agreed)
+    assert len([m for m in thread.messages if isinstance(m, ToolMessage)]) == 3
+
+
+def test_an_answer_is_given_once_an_independent_program_agrees(agent, sales):
+    thread = _thread(agent, sales)
+    assert thread.chat(f"How many rows are in {UP}/sales.csv?") == "rows: 3"
+    calls = [m for m in thread.messages if isinstance(m, AIMessage) and m.tool_calls]
+    assert [bool(c.additional_kwargs.get("deerflow_check")) for c in calls] == [False, True]
+    assert calls[0].tool_calls[0]["args"] == calls[1].tool_calls[0]["args"]
+
+
+def test_answers_that_checks_do_not_confirm_are_not_given(agent, sales):
+    thread = _thread(agent, sales)
+    run = thread.start(f"Toss a coin with {UP}/sales.csv")
+    with pytest.raises(AnswerError) as caught:
+        run.wait()
+    assert caught.value.stop_reason == "ungrounded_answer"
+    assert caught.value.cause.startswith("could not confirm an answer: independent programs computed different results")
+    assert len([m for m in thread.messages if isinstance(m, ToolMessage)]) == 3
+    assert not [m for m in thread.messages if isinstance(m, AIMessage) and not m.tool_calls]
+
+
+def test_two_agreeing_checks_outvote_the_first_program(agent, sales):
+    thread = _thread(agent, sales)
+    assert thread.chat(f"Any second thoughts about {UP}/sales.csv?") == "answer: 2007"
+    assert [m.text for m in thread.messages if isinstance(m, ToolMessage)] == ["answer: 1007", "answer: 2007",
+                                                                             "answer: 2007"]
 
 
 def test_a_chart_is_presented_without_a_separate_step(agent, sales):

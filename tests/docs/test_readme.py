@@ -23,7 +23,8 @@ print('total revenue (units * unit_price):', round(rev.sum(), 2))
 
 CONFIG = {
     "models": [{"name": "scripted", "use": "deerflow_nb.testing:ScriptedChatModel", "profile": "small",
-                "responses": [{"content": "", "tool_calls": [{"name": "python", "args": {"code": PROGRAM}}]}]}],
+                # the program, and the same program again as the independent check of its answer
+                "responses": [{"content": "", "tool_calls": [{"name": "python", "args": {"code": PROGRAM}}]}] * 2}],
     "sandbox": {"use": "local"},
     "memory": {"enabled": False},
 }

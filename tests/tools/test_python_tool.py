@@ -10,7 +10,7 @@ from langchain_core.messages import ToolMessage
 from langgraph.types import Command
 
 from deerflow_nb.tools.data_preview import data_files, preview_files, render_preview
-from deerflow_nb.tools.python_tool import PROGRAM_KEY, python_tool, trim_traceback
+from deerflow_nb.tools.python_tool import PROGRAM_KEY, python_tool, trim_traceback, uploads_written
 from tests.tools.conftest import make_runtime
 
 UP = "/mnt/user-data/uploads"
@@ -69,6 +69,16 @@ def test_written_outputs_are_presented_and_carry_virtual_paths(sandbox, context,
 def test_bad_programs_are_refused_before_running(context, code, reason):
     result = _call(python_tool(), context, code=code)
     assert result.status == "error" and reason in result.content
+
+
+def test_a_program_never_overwrites_an_upload(sandbox, context):
+    sandbox.write_file(f"{UP}/s.csv", "a\n1\n")
+    code = f"import pandas as pd\ndf = pd.read_csv('{UP}/s.csv')\ndf['b'] = 2\ndf.to_csv('{UP}/s.csv', index=False)\n"
+    result = _call(python_tool(), context, code=code)
+    assert result.status == "error" and f"would overwrite the user's upload {UP}/s.csv" in result.content
+    assert sandbox.read_file(f"{UP}/s.csv") == "a\n1\n"  # refused before running
+    assert uploads_written(f"open('{UP}/x.txt', 'w').write('x')") == [f"{UP}/x.txt"]
+    assert uploads_written(f"open('{UP}/x.txt').read()\ndf.to_csv('{OUT}/x.csv')") == []
 
 
 def test_trim_traceback_keeps_the_program_frames_and_the_error():

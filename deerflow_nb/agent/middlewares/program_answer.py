@@ -32,6 +32,7 @@ from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResp
 from langchain.agents.middleware.types import ModelCallResult
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from deerflow_nb.agent.answer_agreement import agree
 from deerflow_nb.agent.answer_format import format_output
 from deerflow_nb.agent.middlewares._base import context_of, last_ai
 from deerflow_nb.agent.middlewares.answer_check import PROGRAM_ANSWER
@@ -41,13 +42,16 @@ from deerflow_nb.tools.data_preview import DataPreview, data_files, preview_file
 from deerflow_nb.tools.present_files import OUTPUTS_DIR
 from deerflow_nb.tools.python_tool import PROGRAM_KEY
 
-__all__ = ["CODE_TOOL", "REPAIR_TEMPERATURES", "ProgramAnswerMiddleware", "is_internal", "requested_outputs",
+__all__ = ["CHECK_TEMPERATURE", "CODE_TOOL", "REPAIR_TEMPERATURES", "ProgramAnswerMiddleware", "is_internal",
+           "requested_outputs",
            "user_turn"]
 
 CODE_TOOL = "python"
 #: Sampling temperature of the second, third, ... program of a question (the first is greedy). Measured:
 #: at temperature 0 the embedded model answered an error by writing the same program again, every time.
 REPAIR_TEMPERATURES = (0.5, 0.8)
+#: Sampling temperature of a check: a program written again, without seeing the first, must reach its answer.
+CHECK_TEMPERATURE = 0.7
 _PREVIEW_KEY = "deerflow.data_preview"
 _MAX_LINES = 60
 _REQUESTED = re.compile(re.escape(OUTPUTS_DIR) + r"/[\w.\-/]+\.[A-Za-z0-9]{1,5}\b")
@@ -95,9 +99,10 @@ def _hint(text: str) -> HumanMessage:
 class ProgramAnswerMiddleware(AgentMiddleware):
     """Drives the small profile's program-per-question loop (see the module docstring)."""
 
-    def __init__(self, *, max_programs: int = 3) -> None:
+    def __init__(self, *, max_programs: int = 3, check_programs: int = 2) -> None:
         super().__init__()
         self.max_programs = max_programs
+        self.check_programs = check_programs
 
     # -- what to do next ---------------------------------------------------------------------------
 
@@ -133,33 +138,61 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         return None
 
     def _step(self, request: ModelRequest) -> tuple[str, Any]:
-        """The next step: ``("answer", AIMessage)``, ``("fail", AnswerError)`` or ``("model", mode, hint)``."""
+        """The next step of the question's loop.
+
+        ``("answer", AIMessage)``, ``("fail", AnswerError)``, ``("model", hint)`` (write or repair a program)
+        or ``("check", None)`` (write an independent program to check the answer).
+        """
         human, after = user_turn(request.messages)
-        programs = _programs(after)
         last = next((m for m in reversed(after) if not is_internal(m)), None)  # hints (loop warnings) aside
-        if not programs or not isinstance(last, ToolMessage) or last.name != CODE_TOOL:
+        if not isinstance(last, ToolMessage) or last.name != CODE_TOOL:
             return "model", None
-        requested = requested_outputs(_original_text(request, human) if human is not None else "")
-        written = [path for run in programs for path in run.get("written", [])]
+        checks_ids = _check_call_ids(after)
+        entries = [(m.additional_kwargs.get(PROGRAM_KEY) or {}, m.tool_call_id in checks_ids) for m in after
+                   if isinstance(m, ToolMessage) and m.name == CODE_TOOL]
+        main = [run for run, check in entries if not check]
+        checks = [run for run, check in entries if check]
+        asked = _original_text(request, human) if human is not None else ""
+        requested = requested_outputs(asked)
+        written = [path for run, _ in entries for path in run.get("written", [])]
         cached = context_of(request).extra.get(_PREVIEW_KEY)
-        problem = self.problem(programs[-1], requested, written, cached if isinstance(cached, DataPreview) else None)
-        if problem is None:
-            asked = _original_text(request, human) if human is not None else ""
-            places = _PLACES.search(asked)
-            return "answer", self._answer(programs[-1], shorten=not _PRECISION.search(asked),
-                                          decimals=_places(places.group(1)) if places else None)
-        reason, hint = problem
-        if len(programs) >= self.max_programs:
-            final = programs[-1]
+        preview = cached if isinstance(cached, DataPreview) else None
+        run_id = context_of(request).run_id
+        if not entries[-1][1]:  # the question's own program (or its repair)
+            problem = self.problem(main[-1], requested, written, preview)
+            if problem is None:
+                return ("check", None) if self.check_programs else ("answer", self._answer(main[-1], asked))
+            reason, hint = problem
+            if len(main) < self.max_programs:
+                return "model", hint
+            final = main[-1]
             detail = str(final.get("stderr") or "").strip().splitlines()[-1:] if final.get("exit_code") else []
-            cause = (f"could not compute an answer: {len(programs)} programs were tried and the last one "
+            cause = (f"could not compute an answer: {len(main)} programs were tried and the last one "
                      f"{_describe(reason, requested, written)}" + (f" ({detail[0][:200]})" if detail else ""))
-            return "fail", AnswerError(cause, run_id=context_of(request).run_id, stop_reason=reason, cause=cause)
-        return "model", hint
+            return "fail", AnswerError(cause, run_id=run_id, stop_reason=reason, cause=cause)
+        # a check: an independent program must reach the same answer
+        answer = main[-1]
+        usable = [run for run in checks if self.problem(run, requested, written, preview) is None]
+        stdout = [str(run.get("stdout") or "") for run in (answer, *usable)]
+        for i, j in ((0, k) for k in range(1, len(stdout))):
+            if agree(stdout[i], stdout[j], asked):
+                return "answer", self._answer(answer, asked)
+        if len(usable) >= 2 and agree(stdout[1], stdout[2], asked):  # two checks outvote the first answer
+            return "answer", self._answer(usable[0], asked)
+        if len(checks) < self.check_programs:
+            return "check", None
+        if not usable:  # the checks failed to run: nothing contradicts the answer
+            return "answer", self._answer(answer, asked)
+        cause = ("could not confirm an answer: independent programs computed different results ("
+                 + " | ".join(_one_line(text) for text in stdout) + ")")
+        return "fail", AnswerError(cause, run_id=run_id, stop_reason="ungrounded_answer", cause=cause)
 
     @staticmethod
-    def _answer(run: dict[str, Any], *, shorten: bool = True, decimals: int | None = None) -> AIMessage:
-        text = format_output(str(run.get("stdout") or ""), shorten=shorten, decimals=decimals)
+    def _answer(run: dict[str, Any], asked: str) -> AIMessage:
+        """The final message: what ``run`` printed, formatted (as precise as ``asked`` wants it)."""
+        places = _PLACES.search(asked)
+        text = format_output(str(run.get("stdout") or ""), shorten=not _PRECISION.search(asked),
+                             decimals=_places(places.group(1)) if places else None)
         written = [p for p in run.get("written", []) if p not in text]
         if written:
             text = (text + "\n\n" if text else "") + "Saved: " + ", ".join(f"`{p}`" for p in written)
@@ -205,9 +238,13 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             return []
         return list_upload_entries(str(ctx.paths.user_data_dir(ctx.user_id, ctx.thread_id) / "uploads"))
 
-    def _request(self, request: ModelRequest, preview: DataPreview, hint: str | None) -> ModelRequest:
+    def _request(self, request: ModelRequest, preview: DataPreview, hint: str | None,
+                 check: bool = False) -> ModelRequest:
         human, after = user_turn(request.messages)
         messages = list(request.messages)
+        if check:  # an independent program: the question as asked, none of this turn's programs
+            messages = messages[:len(messages) - len(after)]
+            after = []
         if human is not None and preview:
             original = _original_text(request, human)
             messages = [_with_data(m, preview, original) if m is human else m for m in messages]
@@ -215,7 +252,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             messages.append(_hint(hint))
         repairing = bool(request.messages) and is_internal(request.messages[-1])  # an answer check's repair turn
         asked = _original_text(request, human) if human is not None else ""
-        code = bool(hint) or repairing or bool(_programs(after)) or self._wants_code(asked)
+        code = check or bool(hint) or repairing or bool(_programs(after)) or self._wants_code(asked)
         if not (code and any(getattr(t, "name", None) == CODE_TOOL for t in request.tools)):
             return request.override(messages=messages)
         settings = dict(request.model_settings)
@@ -223,9 +260,13 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             if preview.prelude:
                 settings["code_prefix"] = preview.prelude
             tries = len(_programs(after))
-            if tries:  # greedy decoding writes the failed program again, word for word: sample the repair
+            if check:  # sampled, so that it is written independently of the greedy first program
+                done = len(_check_call_ids(user_turn(request.messages)[1]))
+                settings["temperature"] = CHECK_TEMPERATURE
+                settings["seed"] = 100 + done  # reproducible runs
+            elif tries:  # greedy decoding writes the failed program again, word for word: sample the repair
                 settings["temperature"] = REPAIR_TEMPERATURES[min(tries, len(REPAIR_TEMPERATURES)) - 1]
-                settings["seed"] = tries  # reproducible runs
+                settings["seed"] = tries
         return request.override(messages=messages, model_settings=settings,
                                 tool_choice={"type": "function", "function": {"name": CODE_TOOL}})
 
@@ -238,8 +279,8 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         small_talk = bool(_SMALL_TALK.match(text)) and len(text.split()) <= 6 and not re.search(r"\d", text)
         return not small_talk
 
-    def _finish(self, response: ModelResponse) -> ModelResponse:
-        """Add the imports a program forgot (the call then shows the program that really runs)."""
+    def _finish(self, response: ModelResponse, check: bool = False) -> ModelResponse:
+        """Add the imports a program forgot (the call then shows the program that really runs); mark checks."""
         message = last_ai(response)
         if message is None or not message.tool_calls:
             return response
@@ -249,7 +290,8 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             if call.get("name") == CODE_TOOL and isinstance(code, str):
                 call = {**call, "args": {**call["args"], "code": add_missing_imports(code)}}
             calls.append(call)
-        fixed = message.model_copy(update={"tool_calls": calls})
+        kwargs = {**message.additional_kwargs, _CHECK_FLAG: True} if check else message.additional_kwargs
+        fixed = message.model_copy(update={"tool_calls": calls, "additional_kwargs": kwargs})
         return ModelResponse(result=[fixed if m is message else m for m in response.result],
                              structured_response=response.structured_response)
 
@@ -266,7 +308,8 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             raise step[1]
         preview = self._preview(request)
         self._refuse_missing(request, preview)
-        return self._finish(handler(self._request(request, preview, step[1])))
+        check = step[0] == "check"
+        return self._finish(handler(self._request(request, preview, step[1], check)), check)
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
@@ -281,7 +324,8 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         cached = ctx.extra.get(_PREVIEW_KEY)
         preview = cached if isinstance(cached, DataPreview) else await asyncio.to_thread(self._preview, request)
         self._refuse_missing(request, preview)
-        return self._finish(await handler(self._request(request, preview, step[1])))
+        check = step[0] == "check"
+        return self._finish(await handler(self._request(request, preview, step[1], check)), check)
 
 
 _KEY_ERROR = re.compile(r"^KeyError: (['\"])(?P<name>.+)\1\s*$", re.MULTILINE)
@@ -300,6 +344,20 @@ def _error_hint(run: dict[str, Any], preview: DataPreview | None) -> str:
 
 def _places(word: str) -> int:
     return _WORDS.get(word.lower()) or int(word)
+
+
+_CHECK_FLAG = "deerflow_check"
+
+
+def _check_call_ids(after: Sequence[BaseMessage]) -> set[str]:
+    """Ids of this turn's tool calls that were independent check programs."""
+    return {str(call.get("id")) for m in after if isinstance(m, AIMessage) and m.additional_kwargs.get(_CHECK_FLAG)
+            for call in m.tool_calls}
+
+
+def _one_line(text: str, limit: int = 120) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit - 3] + "..."
 
 
 def _describe(reason: str, requested: Sequence[str], written: Sequence[str]) -> str:

@@ -1,0 +1,107 @@
+"""Whether two programs written for one question computed the same answer.
+
+The small profile checks a program's answer with a second program written independently (sampled, without
+seeing the first). Their outputs are labelled differently ("mean tip:" and "average tip per day:") and may
+differ in how much they print, so they are compared by their *values*: what follows the label on each line
+(the first ``:`` or ``=``; a table row is all values). Two outputs agree when the numbers of one are among
+the numbers of the other (same value at the shorter one's precision, a fraction and its percentage alike)
+and so are the names (words that are not labels or numbers), and at least one value is shared. Numbers
+the question itself contains (a threshold, a year, "top 3") are not values.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from deerflow_nb.agent.answer_checks import Number, find_numbers
+
+__all__ = ["AnswerValues", "agree", "answer_values"]
+
+_INDEX = re.compile(r"^\s*\d+\s{2,}")  # a DataFrame's row number at the start of a table row
+_WORD = re.compile(r"[A-Za-z][\w\-/.]*[\w]|[A-Za-z]")
+#: Words that label values rather than being values.
+_LABEL_WORDS = frozenset("""
+a an and are as at average avg by count counts for from has have in is it its mean median number of on or
+per rows row sum the their there this to total value values was were which with count std deviation standard
+percent percentage share highest lowest most least top bottom largest smallest max min maximum minimum
+""".split())
+
+
+@dataclass(frozen=True)
+class AnswerValues:
+    """The numbers and names of an output (names lower-cased)."""
+
+    numbers: tuple[Number, ...]
+    names: frozenset[str]
+
+    def __bool__(self) -> bool:
+        return bool(self.numbers or self.names)
+
+
+_TABLE_ROW = re.compile(r"\S\s{2,}\S")
+
+
+def _value_part(line: str) -> tuple[str, bool]:
+    """(the values of a line, whether its words are values too)."""
+    for mark in (":", "="):
+        if mark in line:
+            return line.split(mark, 1)[1], True
+    if _TABLE_ROW.search(line.strip()) or len(line.split()) <= 2:
+        return _INDEX.sub("", line), True
+    return line, False  # a sentence ("bar chart saved to ..."): its numbers and paths only
+
+
+def answer_values(stdout: str, question: str = "") -> AnswerValues:
+    """The values of a program's output (see the module docstring)."""
+    asked = {round(n.value, 6) for n in find_numbers(question)}
+    question_words = {w.lower() for w in _WORD.findall(question)}
+    numbers: list[Number] = []
+    names: set[str] = set()
+    for line in stdout.splitlines():
+        part, words = _value_part(line)
+        numbers += [n for n in find_numbers(part) if round(n.value, 6) not in asked]
+        if not words:
+            names.update(token.lower() for token in part.split() if token.startswith("/mnt/"))
+            continue
+        for word in _WORD.findall(re.sub(r"-?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?%?", " ", part)):
+            lowered = word.lower()
+            if len(lowered) > 1 and lowered not in _LABEL_WORDS and (lowered in question_words) is False:
+                names.add(lowered)
+            elif len(lowered) > 1 and lowered in question_words and word[:1].isupper():
+                names.add(lowered)  # a value the question names ("West") is still the answer
+    return AnswerValues(tuple(numbers), frozenset(names))
+
+
+def _same(a: Number, b: Number) -> bool:
+    places = min(a.decimals, b.decimals)
+    for x, y in ((a.value, b.value), (a.value / 100, b.value), (a.value, b.value / 100)):
+        if round(x, places) == round(y, places) or abs(x - y) <= 2e-3 * max(abs(x), abs(y)):
+            return True
+        if round(abs(x), places) == round(abs(y), places) and places > 0:  # a difference reported either way
+            return True
+    return False
+
+
+def _contained(small: Iterable[Number], large: Iterable[Number]) -> bool:
+    pool = list(large)
+    for number in small:
+        match = next((i for i, other in enumerate(pool) if _same(number, other)), None)
+        if match is None:
+            return False
+        pool.pop(match)
+    return True
+
+
+def agree(first: str, second: str, question: str = "") -> bool:
+    """Whether two outputs for ``question`` state the same answer (see the module docstring)."""
+    a, b = answer_values(first, question), answer_values(second, question)
+    if not a or not b:
+        return False
+    small, large = (a, b) if len(a.numbers) <= len(b.numbers) else (b, a)
+    if not _contained(small.numbers, large.numbers):
+        return False
+    if not (a.names <= b.names or b.names <= a.names):
+        return False
+    return bool(small.numbers) or bool(a.names & b.names)
