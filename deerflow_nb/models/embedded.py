@@ -39,7 +39,7 @@ from deerflow_nb.models.embedded_server import (
     get_embedded_server,
 )
 from deerflow_nb.models.grammar import render_tools, tool_call_grammar
-from deerflow_nb.models.program_mode import ProgramRequest, ProgramStream, code_tools, program_message, program_request
+from deerflow_nb.models.program_mode import ProgramRequest, ProgramStream, code_tools, program_request
 from deerflow_nb.models.toolcall_parser import parse_tool_calls
 from deerflow_nb.models.toolcall_stream import TOOL_KWARGS, ChunkFilter, only_repeats, tool_names_from_kwargs
 from deerflow_nb.models.weights import EMBEDDED_INSTALL_HINT, ensure_weights
@@ -290,9 +290,13 @@ class EmbeddedChatModel(BaseChatModel):
         if program is not None:
             inner = self.ensure_started()
             self._snapshot_step(program.messages, after=False)
-            result = inner._generate(program.messages, stop=program.stop(stop), **program.kwargs)
+            stream = ProgramStream(program)  # streamed, so that a model repeating itself can be stopped early
+            for chunk in inner._stream(program.messages, stop=program.stop(stop), **program.kwargs):
+                stream.feed(chunk)
+                if stream.degenerate:
+                    break
             self._snapshot_step(program.messages, after=True)
-            return _program_result(result, program)
+            return stream.result()
         prepared, kwargs = self._prepare(messages, names, kwargs)
         inner = self.ensure_started()
         self._snapshot_step(prepared, after=False)
@@ -315,9 +319,15 @@ class EmbeddedChatModel(BaseChatModel):
         if program is not None:
             inner = await self._ainner()
             await self._asnapshot_step(program.messages, after=False)
-            result = await inner._agenerate(program.messages, stop=program.stop(stop), **program.kwargs)
+            stream = ProgramStream(program)  # streamed, so that a model repeating itself can be stopped early
+            chunks = inner._astream(program.messages, stop=program.stop(stop), **program.kwargs)
+            async for chunk in chunks:
+                stream.feed(chunk)
+                if stream.degenerate:
+                    await chunks.aclose()  # type: ignore[attr-defined]
+                    break
             await self._asnapshot_step(program.messages, after=True)
-            return _program_result(result, program)
+            return stream.result()
         prepared, kwargs = self._prepare(messages, names, kwargs)
         inner = await self._ainner()
         await self._asnapshot_step(prepared, after=False)
@@ -345,6 +355,8 @@ class EmbeddedChatModel(BaseChatModel):
                 report(chunk)
                 if (out := stream.feed(chunk)) is not None:
                     yield _reported(out, run_manager)
+                if stream.degenerate:
+                    break
             self._snapshot_step(program.messages, after=True)
             yield _reported(stream.finish(), run_manager)
             return
@@ -381,10 +393,14 @@ class EmbeddedChatModel(BaseChatModel):
             inner = await self._ainner()
             await self._asnapshot_step(program.messages, after=False)
             stream, report = ProgramStream(program), _progress_reporter()
-            async for chunk in inner._astream(program.messages, stop=program.stop(stop), **program.kwargs):
+            chunks = inner._astream(program.messages, stop=program.stop(stop), **program.kwargs)
+            async for chunk in chunks:
                 report(chunk)
                 if (out := stream.feed(chunk)) is not None:
                     yield await _areported(out, run_manager)
+                if stream.degenerate:
+                    await chunks.aclose()  # type: ignore[attr-defined]
+                    break
             await self._asnapshot_step(program.messages, after=True)
             yield await _areported(stream.finish(), run_manager)
             return
@@ -407,16 +423,6 @@ class EmbeddedChatModel(BaseChatModel):
                     yield await _areported(out, run_manager)
             tail = flt.finish()
         yield await _areported(flt.last_chunk(tail, with_calls=not repeated), run_manager)
-
-
-def _program_result(result: ChatResult, program: ProgramRequest) -> ChatResult:
-    """``result`` with each reply's program turned into a call (see :func:`.program_mode.program_message`)."""
-    generations = [
-        ChatGeneration(message=program_message(g.message, program) if isinstance(g.message, AIMessage) else g.message,
-                       generation_info=g.generation_info)
-        for g in result.generations
-    ]
-    return ChatResult(generations=generations, llm_output=result.llm_output)
 
 
 def _progress_reporter(every: int = 8) -> Any:

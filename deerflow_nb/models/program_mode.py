@@ -180,6 +180,19 @@ class ProgramStream:
         tail = len(self.text) - len(self.text.rstrip("`"))  # "`" or "``" may start a fence
         return len(self.text) - tail
 
+    @property
+    def degenerate(self) -> bool:
+        """Whether the model has started repeating itself: the last six lines of the program all came before.
+
+        A small model sometimes writes the same few lines over and over until its token limit; stopping
+        there saves most of that time (the cut-off program fails and is written again).
+        """
+        lines = [line.strip() for line in self.text.splitlines() if line.strip()]
+        if len(lines) < 12:
+            return False
+        earlier = set(lines[:-6])
+        return all(line in earlier for line in lines[-6:])
+
     def feed(self, chunk: Any) -> Any:
         """The chunk to pass on for ``chunk`` (a ``ChatGenerationChunk``), or ``None``."""
         from langchain_core.messages import AIMessageChunk
@@ -199,6 +212,16 @@ class ProgramStream:
         piece = self.text[self._shown:limit]
         self._shown = limit
         return ChatGenerationChunk(message=AIMessageChunk(content=piece, id=self.message_id))
+
+    def result(self) -> Any:
+        """The whole reply as a ``ChatResult`` (for ``invoke``): the program as the call, the usage of the reply."""
+        from langchain_core.messages import message_chunk_to_message
+        from langchain_core.outputs import ChatGeneration, ChatResult
+
+        last = self.finish().message
+        before, code = split_program(self.text, self.request.prefill)
+        message = message_chunk_to_message(last.model_copy(update={"content": self.text if code is None else before}))
+        return ChatResult(generations=[ChatGeneration(message=message)])
 
     def finish(self) -> Any:
         """The last chunk (see the class docstring)."""

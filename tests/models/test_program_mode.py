@@ -111,3 +111,11 @@ def test_split_program_finds_the_first_python_block() -> None:
     assert split_program("a\n```py\nx = 1\n```\n```python\ny\n```") == ("a", "x = 1\n")
     assert split_program("```python\n\n```") == ("```python\n\n```", None)
     assert split_program("rest\n```", "```python\nimport x\n") == ("", "import x\nrest\n")
+
+
+def test_a_program_that_repeats_itself_is_cut_short() -> None:
+    loop = "".join(f"df['y'] = df['y'].astype(str)\ndf['y'] = df['y'].str.replace('{i % 3}', 'k')\n" for i in range(60))
+    model, _ = _model(loop + "print(df)\n```")
+    reply = model.bind_tools([python_tool()], tool_choice=FORCED).invoke("x")
+    code = reply.tool_calls[0]["args"]["code"]
+    assert 12 <= len(code.splitlines()) < 30 and "print(df)" not in code  # stopped soon after the loop began
