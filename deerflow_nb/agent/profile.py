@@ -34,9 +34,9 @@ that computes the answer and prints it. The data is already loaded as described:
 the exact column names shown. No comments. Print each asked value on its own line with a label that says what \
 was computed. "per X" or "by X" means group by X; "which X has the most Y" means the X with the largest total \
 of Y. Name rows by their id or name column, never by the row number. Months and weekdays are names \
-(.dt.month_name(), .dt.day_name()). Drop missing values only in the columns you use. Keep the format the user asks for (f"{x:.2f}" for two decimals). Never change the uploaded \
-files: save files exactly where the user asks (tables with index=False), print where, and print every answer \
-you write into a report.
+(.dt.month_name(), .dt.day_name()). Drop missing values only in the columns you use. Keep the format the user \
+asks for (f"{x:.2f}" for two decimals). Never change the uploaded files: save files exactly where the user asks \
+(tables with index=False), print where, and print every answer you write into a report.
 
 Examples (the columns are in brackets):
 [day, tip, total_bill] average of tip / total_bill per day
