@@ -335,7 +335,7 @@ def build_datasets(c: Ctx) -> None:
     days = pd.date_range("2023-01-01", "2023-12-31", freq="D")
     rows = []
     for st, off in stations.items():
-        doy = days.dayofyear.to_numpy()
+        doy = days.day_of_year.to_numpy()
         temp = 9 + off + 9 * np.sin((doy - 110) / 365 * 2 * np.pi) + rng.normal(0, 2.6, len(days))
         precip = np.where(rng.random(len(days)) < 0.42, rng.exponential(5.5, len(days)), 0.0)
         rows.append(
@@ -483,7 +483,7 @@ def build_datasets(c: Ctx) -> None:
     n = 6000
     secs = rng.integers(0, 91 * 24 * 3600, n * 2)
     start = pd.Timestamp("2024-01-01") + pd.to_timedelta(secs, "s")
-    keep = rng.random(n * 2) < np.array([1.0, 0.93, 0.97, 0.86, 0.78, 0.52, 0.45])[start.dayofweek]
+    keep = rng.random(n * 2) < np.array([1.0, 0.93, 0.97, 0.86, 0.78, 0.52, 0.45])[start.day_of_week]
     start = start[keep][:n].sort_values()
     pages = ["/home", "/pricing", "/docs", "/blog", "/signup", "/about"]
     page = rng.choice(pages, n, p=[0.34, 0.16, 0.2, 0.17, 0.06, 0.07])
