@@ -239,11 +239,14 @@ def check_answer(
     tool_names: Sequence[str] = (),
     instructions: Sequence[str] = (),
     sources: Sequence[str] | None = None,
+    quoted: Sequence[str] = (),
 ) -> AnswerProblem | None:
     """The first problem of the final answer ``text``, or ``None`` when it may stand.
 
     ``sources`` (the run's tool results and the user's messages) switches numeric grounding on;
     ``None`` leaves it off. ``instructions`` are the prompt texts an answer must not repeat.
+    ``quoted`` are texts the model was shown (the user's messages, tool results): a ``<tag>`` that
+    occurs in one of them (pandas' ``<NA>``, a tag the user typed) is quoted, not a placeholder.
     """
     if not text.strip():
         return AnswerProblem("empty_answer", "the model gave no answer",
@@ -261,7 +264,7 @@ def check_answer(
         return AnswerProblem("unanswered_part", "the model described a plan instead of carrying it out",
                              "Your reply describes what to do instead of doing it. Do the work now with your tools, "
                              "then answer with the results.")
-    found = placeholders(text)
+    found = [token for token in placeholders(text) if not any(token in shown for shown in quoted)]
     if found:
         shown = ", ".join(dict.fromkeys(found))
         return AnswerProblem("ungrounded_answer", f"the answer contains placeholders ({shown})",

@@ -45,16 +45,27 @@ _MAX_SHOWN = 2_000
 _TEXT_SUFFIXES = (".md", ".txt", ".csv", ".tsv", ".json", ".jsonl", ".html", ".htm", ".svg", ".xml", ".yaml",
                   ".yml", ".log", ".py", ".tex")
 
+#: The first bytes of the binary formats a program commonly saves, by the name a file's suffix gives it.
+_MAGIC = {"PNG": "89504e470d0a1a0a", "JPEG": "ffd8ff", "GIF": "474946383", "PDF": "25504446",
+          "Excel": "504b0304", "Parquet": "50415231"}
+_KIND_OF_SUFFIX = {"png": "PNG", "jpg": "JPEG", "jpeg": "JPEG", "gif": "GIF", "pdf": "PDF", "xlsx": "Excel",
+                   "parquet": "Parquet"}
+
 
 class ProgramRun:
-    """What one program did: ``stdout``, ``stderr``, ``exit_code``, ``timed_out`` and ``written``."""
+    """What one program did: ``stdout``, ``stderr``, ``exit_code``, ``timed_out``, ``written``, ``mismatched``.
 
-    def __init__(self, stdout: str, stderr: str, exit_code: int | None, timed_out: bool, written: list[str]):
+    ``mismatched`` names the written files whose content is not what their name says (text in a ``.png``).
+    """
+
+    def __init__(self, stdout: str, stderr: str, exit_code: int | None, timed_out: bool, written: list[str],
+                 mismatched: list[str] | None = None):
         self.stdout = stdout
         self.stderr = stderr
         self.exit_code = exit_code
         self.timed_out = timed_out
         self.written = written
+        self.mismatched = list(mismatched or [])
 
     @property
     def ok(self) -> bool:
@@ -64,7 +75,7 @@ class ProgramRun:
     def as_dict(self) -> dict[str, Any]:
         """The JSON form kept on the tool message."""
         return {"stdout": self.stdout, "stderr": self.stderr, "exit_code": self.exit_code,
-                "timed_out": self.timed_out, "written": list(self.written)}
+                "timed_out": self.timed_out, "written": list(self.written), "mismatched": list(self.mismatched)}
 
 
 def _command(code: str) -> str:
@@ -84,7 +95,9 @@ def _command(code: str) -> str:
         _EOF,
         "__df_rc=$?",
         f"echo {shlex.quote(marks[0])}",
-        f"find {OUTPUTS_DIR} -type f -newer \"$__df_dir/start\" 2>/dev/null | sort",
+        # each file with its first bytes in hex: a chart whose name says PNG must hold a PNG
+        f"find {OUTPUTS_DIR} -type f -newer \"$__df_dir/start\" 2>/dev/null | sort | while IFS= read -r __df_f; do "
+        "printf '%s\\t%s\\n' \"$__df_f\" \"$(head -c 8 \"$__df_f\" | od -An -tx1 | tr -d ' \\n')\"; done",
         f"echo {shlex.quote(marks[1])}",
         f"tail -c {_MAX_STDERR} \"$__df_dir/err\"",
         f"echo {shlex.quote(marks[2])}",
@@ -94,8 +107,11 @@ def _command(code: str) -> str:
     ])
 
 
-def _split(output: str) -> tuple[list[str], str, str] | None:
-    """(written, stderr, stdout) from the command's marked output, or ``None`` when a marker is missing."""
+def _split(output: str) -> tuple[list[str], list[str], str, str] | None:
+    """(written, mismatched, stderr, stdout) from the command's marked output; ``None`` if a marker is missing.
+
+    ``mismatched`` says which written files do not hold what their name says (a ``.png`` of text).
+    """
     marks = [_MARK.format(name) for name in ("written", "stderr", "stdout")]
     positions = [output.find(mark) for mark in marks]
     if any(p < 0 for p in positions) or positions != sorted(positions):
@@ -104,8 +120,17 @@ def _split(output: str) -> tuple[list[str], str, str] | None:
     stderr = output[positions[1] + len(marks[1]):positions[2]].strip("\n")
     stdout = output[positions[2] + len(marks[2]):].removeprefix("\n")
     stdout = re.sub(r"\n?\[exit code -?\d+\]\s*$", "", stdout)  # the sandboxes' own note
-    written = [line.strip() for line in written_text.splitlines() if line.strip().startswith(OUTPUTS_DIR + "/")]
-    return written, stderr, stdout.rstrip("\n")
+    written: list[str] = []
+    mismatched: list[str] = []
+    for line in written_text.splitlines():
+        path, _, magic = line.strip().partition("\t")
+        if not path.startswith(OUTPUTS_DIR + "/"):
+            continue
+        written.append(path)
+        kind = _KIND_OF_SUFFIX.get(path.rsplit(".", 1)[-1].lower()) if "." in path else None
+        if kind is not None and not magic.lower().startswith(_MAGIC[kind]):
+            mismatched.append(f"{path} is not a {kind} file")
+    return written, mismatched, stderr, stdout.rstrip("\n")
 
 
 def _virtualize_written(sandbox: Sandbox, written: list[str]) -> None:
@@ -133,9 +158,9 @@ def run_program(sandbox: Sandbox, code: str) -> ProgramRun:
     parts = _split(result.output)
     if parts is None:  # the shell part failed (or the output was cut): report it whole
         return ProgramRun("", result.output.strip(), result.exit_code, result.timed_out, [])
-    written, stderr, stdout = parts
+    written, mismatched, stderr, stdout = parts
     _virtualize_written(sandbox, written)
-    return ProgramRun(stdout, stderr, result.exit_code, result.timed_out, written)
+    return ProgramRun(stdout, stderr, result.exit_code, result.timed_out, written, mismatched)
 
 
 _UPLOADS = "/mnt/user-data/uploads/"
@@ -217,6 +242,8 @@ def _result_text(run: ProgramRun) -> str:
     text = _shown(run.stdout) if run.stdout.strip() else "(the program printed nothing)"
     if run.written:
         text += "\n\nFiles written: " + ", ".join(run.written)
+    if run.mismatched:
+        text += "\nWarning: " + "; ".join(run.mismatched) + " (save it with the matching library call)"
     return text
 
 

@@ -65,6 +65,12 @@ def _decide(messages: list[Any]) -> Any:
             return _program(load + "print('rows:', len(df))\n")
         return _program(load + f"open('{target.group(0)}', 'w').write(f'# Sales\\n\\nSource: {UP}/sales.csv\\n"
                         "\\nRows: {len(df)}\\n')\nprint('rows:', len(df))\n")
+    if "histogram" in question:  # the thread's first program writes text under the chart's name; later ones a PNG
+        return _program(load + "from pathlib import Path\nmark = Path('/mnt/user-data/workspace/hist.txt')\n"
+                        f"if not mark.exists():\n    mark.write_text('1')\n    open('{OUT}/hist.png', 'w')"
+                        ".write('histogram of units')\nelse:\n    import matplotlib.pyplot as plt\n"
+                        f"    df.units.plot(kind='hist')\n    plt.savefig('{OUT}/hist.png')\n"
+                        "print('histogram of units saved')\n")
     if "chart" in question:
         return _program(load + "import matplotlib.pyplot as plt\ndf.groupby('region').units.sum().plot(kind='bar')\n"
                         f"plt.savefig('{OUT}/units.png')\nprint('bar chart of units by region saved to {OUT}/units.png')\n")

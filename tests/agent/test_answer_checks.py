@@ -83,6 +83,14 @@ def test_check_answer_passes_a_grounded_answer_and_grounding_is_optional():
     assert check_answer("It is 144.", tool_names=TOOLS, sources=None) is None  # grounding off
 
 
+def test_a_tag_the_model_was_shown_is_quoted_not_a_placeholder():
+    # pandas prints <NA>; a user may type a tag; an answer quoting either is not a template left unfilled
+    assert check_answer("Row 3 has region <NA>.", quoted=["   region\n3  <NA>"]) is None
+    assert check_answer("You wrote <system-reminder>.", quoted=["what is <system-reminder>?"]) is None
+    problem = check_answer("The best city is <city_name>.", quoted=["which city sells most?"])
+    assert problem is not None and problem.stop_reason == "ungrounded_answer" and "<city_name>" in problem.message
+
+
 def test_answer_stop_reasons_raise_answer_error_in_both_modes():
     # the HTTP client and the embedded client both build the exception with run_error
     for reason in ANSWER_STOP_REASONS:
@@ -129,6 +137,8 @@ Q = "Which region has the highest total amount in /mnt/user-data/uploads/s.csv, 
     ("top 3:\nNorth\nEast\nWest", "top 3:\nNorth\nWest\nSouth", False),
     ("rows in 2023: 45", "rows in 2023: 2023", False),                          # the question's numbers are not values
     ("", "count: 3", False),
+    ("histogram of units saved", "the histogram was saved", True),     # no values on either side
+    ("", "", False),
 ])
 def test_two_outputs_agree_on_their_values_not_their_labels(first, second, same):
     assert agree(first, second, Q) is same

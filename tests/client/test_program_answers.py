@@ -7,6 +7,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 
 import deerflow_nb as df
 from deerflow_nb.errors import AnswerError
+from deerflow_nb.tools.python_tool import PROGRAM_KEY
 from tests.client.conftest import two_backend_client
 
 UP = "/mnt/user-data/uploads"
@@ -112,6 +113,15 @@ def test_a_chart_is_presented_without_a_separate_step(agent, sales):
     assert thread.state["artifacts"] == [f"{OUT}/units.png"]
     data, mime = thread.artifact(f"{OUT}/units.png")
     assert data.startswith(b"\x89PNG") and mime == "image/png"
+
+
+def test_a_chart_file_that_is_not_an_image_is_written_again(agent, sales):
+    thread = _thread(agent, sales)
+    assert thread.chat(f"Save a histogram of units in {UP}/sales.csv to {OUT}/hist.png") == (
+        f"histogram of units saved\n\nSaved: `{OUT}/hist.png`")
+    runs = [m.additional_kwargs[PROGRAM_KEY] for m in thread.messages if isinstance(m, ToolMessage)]
+    assert runs[0]["mismatched"] == [f"{OUT}/hist.png is not a PNG file"] and runs[1]["mismatched"] == []
+    assert thread.artifact(f"{OUT}/hist.png")[0].startswith(b"\x89PNG")
 
 
 def test_two_files_are_both_described_and_joined(agent, sales, tmp_path):

@@ -65,6 +65,16 @@ def test_written_outputs_are_presented_and_carry_virtual_paths(sandbox, context,
     assert isinstance(plain, ToolMessage) and plain.additional_kwargs[PROGRAM_KEY]["written"] == [f"{OUT}/x.txt"]
 
 
+def test_a_file_that_is_not_what_its_name_says_is_reported(sandbox, context):
+    code = (f"open('{OUT}/chart.png', 'w').write('histogram of unit cost')\n"
+            f"import pandas as pd\npd.DataFrame({{'a': [1]}}).to_parquet('{OUT}/t.parquet')\nprint('done')\n")
+    result = _call(python_tool(), context, code=code)
+    run = result.additional_kwargs[PROGRAM_KEY]
+    assert run["written"] == [f"{OUT}/chart.png", f"{OUT}/t.parquet"]
+    assert run["mismatched"] == [f"{OUT}/chart.png is not a PNG file"]  # the real Parquet file passes
+    assert "Warning: /mnt/user-data/outputs/chart.png is not a PNG file" in result.content
+
+
 @pytest.mark.parametrize(("code", "reason"), [("", "code is empty"), ("x = 1\n__DEERFLOW_PROGRAM_EOF__\n", "must not")])
 def test_bad_programs_are_refused_before_running(context, code, reason):
     result = _call(python_tool(), context, code=code)

@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from deerflow_nb.agent.answer_checks import AnswerProblem, check_answer
 from deerflow_nb.agent.middlewares._base import context_of, last_ai
+from deerflow_nb.agent.middlewares.input_sanitization import RESERVED_TAGS
 from deerflow_nb.errors import AnswerError
 
 __all__ = ["PROGRAM_ANSWER", "AnswerCheckMiddleware", "answer_sources"]
@@ -44,6 +45,12 @@ def answer_sources(messages: Sequence[BaseMessage]) -> list[str]:
     return sources
 
 
+def _is_context(text: str) -> bool:
+    """Whether an internal message is context the runtime added (``<summary>``, ``<memory>``...), not a hint."""
+    head = text.lstrip()[:40].lower()
+    return any(head.startswith(f"<{tag}") for tag in RESERVED_TAGS)
+
+
 def _hint(text: str) -> HumanMessage:
     return HumanMessage(content=text, additional_kwargs={"deerflow_internal": True, "hide_from_ui": True})
 
@@ -60,12 +67,18 @@ class AnswerCheckMiddleware(AgentMiddleware):
             return None
         names = [str(getattr(t, "name", "")) for t in request.tools]
         system = request.system_message.text if isinstance(request.system_message, SystemMessage) else ""
-        # the runtime's own hidden hints are instructions too (a model may answer with one)
-        hints = [m.text for m in request.messages if isinstance(m, HumanMessage)
-                 and m.additional_kwargs.get("deerflow_internal")]
+        internal = [m.text for m in request.messages if isinstance(m, HumanMessage)
+                    and m.additional_kwargs.get("deerflow_internal")]
+        # the runtime's own hidden hints are instructions too (a model may answer with one); the context it
+        # adds (a summary, memory) is material the answer may quote
+        hints = [text for text in internal if not _is_context(text)]
         sources = answer_sources(request.messages) if self.grounding else None
+        # what the model was shown (not the runtime's hints, which name the placeholders they reject)
+        quoted = [m.text for m in request.messages if isinstance(m, ToolMessage) or (
+            isinstance(m, HumanMessage) and not m.additional_kwargs.get("deerflow_internal"))]
+        quoted += [text for text in internal if _is_context(text)]
         return check_answer(message.text, tool_names=names, instructions=[system, *hints] if system else hints,
-                            sources=sources)
+                            sources=sources, quoted=quoted)
 
     def _retry_request(self, request: ModelRequest, problem: AnswerProblem) -> ModelRequest:
         return request.override(messages=[*request.messages, _hint(problem.repair)])

@@ -121,6 +121,11 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             shown = ", ".join(missing)
             return "undelivered_outputs", (f"The program did not write {shown}, which the question asks for. Write "
                                            f"the whole program again so that it also saves {shown}.")
+        mismatched = [str(item) for item in run.get("mismatched") or []]
+        if mismatched:
+            return "undelivered_outputs", ("; ".join(mismatched).capitalize() + ". Save each file with the library "
+                                           "call for its format (a chart: plt.savefig(path)) and write the whole "
+                                           "program again.")
         lines = [line for line in stdout.splitlines() if line.strip()]
         if not lines and not written:
             return "empty_answer", "The program printed nothing. Write it again so that it prints the answer."
@@ -362,7 +367,8 @@ def _one_line(text: str, limit: int = 120) -> str:
 
 def _describe(reason: str, requested: Sequence[str], written: Sequence[str]) -> str:
     if reason == "undelivered_outputs":
-        return "did not write " + ", ".join(p for p in requested if p not in written)
+        missing = [p for p in requested if p not in written]
+        return ("did not write " + ", ".join(missing)) if missing else "wrote a file that is not what its name says"
     if reason == "empty_answer":
         return "printed nothing"
     return "did not produce a usable result"
