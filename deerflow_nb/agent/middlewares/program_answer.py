@@ -63,6 +63,10 @@ _PLACES = re.compile(r"\b([1-6]|one|two|three|four|five|six)\s*(?:decimals?|deci
                      re.IGNORECASE)
 _WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 _NAN = re.compile(r"(?<![\w.])(?:nan|NaN|NaT|<NA>)(?![\w.])")
+#: A question that asks for a count; the output must then state a whole number.
+_HOW_MANY = re.compile(r"\bhow many\b|\bnumber of (?:rows|records|orders|entries|distinct|unique)\b"
+                       r"|\bcount (?:of|the)\b", re.IGNORECASE)
+_WHOLE = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?![\w.])|(?<![\w.])\d+(?:\.0+)?(?![\w.])")
 # pandas' shortened printout of a long column or table: the program printed data, not an answer
 _TRUNCATED = re.compile(r"Length: \d+, dtype:|^\[\d+ rows x \d+ columns\]$|^\s*\.\.\.(?:\s+\.\.\.)*\s*$", re.MULTILINE)
 
@@ -107,7 +111,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
     # -- what to do next ---------------------------------------------------------------------------
 
     def problem(self, run: dict[str, Any], requested: Sequence[str], written: Sequence[str],
-                preview: DataPreview | None = None) -> tuple[str, str] | None:
+                preview: DataPreview | None = None, asked: str = "") -> tuple[str, str] | None:
         """``(stop_reason, hint)`` when a program's run does not answer the question, else ``None``."""
         stdout = str(run.get("stdout") or "")
         if run.get("timed_out"):
@@ -136,6 +140,11 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         if len(lines) > _MAX_LINES:
             return "unanswered_part", (f"The program printed {len(lines)} lines. Write it again so that it prints "
                                        "only the values the question asks for, each with a label.")
+        reports = [p for p in requested if p.lower().endswith((".md", ".txt", ".html"))]  # counts may go there
+        if _HOW_MANY.search(asked) and not reports and not _WHOLE.search(re.sub(r"\S*/\S*", " ", stdout)):
+            return "unanswered_part", ("The question asks how many, and the output states no count. Write the "
+                                       "whole program again so that it prints every asked value, the count too, "
+                                       "each with a label.")
         if _NAN.search(stdout):
             return "unanswered_part", ("The output contains nan (a missing value). Check the column names and the "
                                        "filter values against the data description, drop missing values where "
@@ -164,7 +173,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         preview = cached if isinstance(cached, DataPreview) else None
         run_id = context_of(request).run_id
         if not entries[-1][1]:  # the question's own program (or its repair)
-            problem = self.problem(main[-1], requested, written, preview)
+            problem = self.problem(main[-1], requested, written, preview, asked)
             if problem is None:
                 return ("check", None) if self.check_programs else ("answer", self._answer(main[-1], asked))
             reason, hint = problem
@@ -177,7 +186,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             return "fail", AnswerError(cause, run_id=run_id, stop_reason=reason, cause=cause)
         # a check: an independent program must reach the same answer
         answer = main[-1]
-        usable = [run for run in checks if self.problem(run, requested, written, preview) is None]
+        usable = [run for run in checks if self.problem(run, requested, written, preview, asked) is None]
         stdout = [str(run.get("stdout") or "") for run in (answer, *usable)]
         for i, j in ((0, k) for k in range(1, len(stdout))):
             if agree(stdout[i], stdout[j], asked):
