@@ -160,3 +160,16 @@ def test_a_question_asking_how_many_needs_a_count_in_the_output(stdout, requeste
     from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
     problem = ProgramAnswerMiddleware().problem({"stdout": stdout, "exit_code": 0}, requested, requested, asked=MP)
     assert (problem is not None and problem[0] == "unanswered_part") is flagged
+
+
+def test_a_question_about_one_year_needs_a_program_that_uses_it():
+    # seen on the embedded model: "which month of 2023" answered with months summed over every year
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    asked = "Which month of 2023 (by `order_date`) had the highest revenue in /mnt/user-data/uploads/sales.csv?"
+    run = {"stdout": "month with the highest revenue: November 121810.39", "exit_code": 0,
+           "code": "m = df.groupby(df.order_date.dt.month).revenue.sum()\nprint(m.idxmax(), m.max())"}
+    problem = ProgramAnswerMiddleware().problem(run, [], [], asked=asked)
+    assert problem is not None and problem[0] == "unanswered_part" and "2023" in problem[1]
+    run["code"] = "d = df[df.order_date.dt.year == 2023]\n" + run["code"].replace("df", "d")
+    assert ProgramAnswerMiddleware().problem(run, [], [], asked=asked) is None
+    assert ProgramAnswerMiddleware().problem(run, [], [], asked="Revenue change from 2022 to 2023?") is None

@@ -63,6 +63,9 @@ _PLACES = re.compile(r"\b([1-6]|one|two|three|four|five|six)\s*(?:decimals?|deci
                      re.IGNORECASE)
 _WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 _NAN = re.compile(r"(?<![\w.])(?:nan|NaN|NaT|<NA>)(?![\w.])")
+#: A question about one year ("which month of 2023", "in 2022"): its program must use that year.
+_YEAR_ASKED = re.compile(r"\b(?:of|in|during|for|from)\s+(?:the\s+year\s+|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|"
+                         r"nov|dec)[a-z]*\.?\s+)?((?:19|20)\d\d)\b(?!\s*(?:-|to|and|vs)\b)", re.IGNORECASE)
 #: A question that asks for a count; the output must then state a whole number.
 _HOW_MANY = re.compile(r"\bhow many\b|\bnumber of (?:rows|records|orders|entries|distinct|unique)\b"
                        r"|\bcount (?:of|the)\b", re.IGNORECASE)
@@ -140,6 +143,13 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         if len(lines) > _MAX_LINES:
             return "unanswered_part", (f"The program printed {len(lines)} lines. Write it again so that it prints "
                                        "only the values the question asks for, each with a label.")
+        code = str(run.get("code") or "")
+        year = _YEAR_ASKED.search(asked)
+        if code and year and year.group(1) not in code and year.group(1) not in stdout:
+            return "unanswered_part", (f"The question is about {year.group(1)}, and the program does not use "
+                                       f"{year.group(1)}. Keep only the rows of {year.group(1)} (e.g. "
+                                       f"df[df['date_column'].dt.year == {year.group(1)}]) and write the whole "
+                                       "program again.")
         reports = [p for p in requested if p.lower().endswith((".md", ".txt", ".html"))]  # counts may go there
         if _HOW_MANY.search(asked) and not reports and not _WHOLE.search(re.sub(r"\S*/\S*", " ", stdout)):
             return "unanswered_part", ("The question asks how many, and the output states no count. Write the "
@@ -162,8 +172,9 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         if not isinstance(last, ToolMessage) or last.name != CODE_TOOL:
             return "model", None
         checks_ids = _check_call_ids(after)
-        entries = [(m.additional_kwargs.get(PROGRAM_KEY) or {}, m.tool_call_id in checks_ids) for m in after
-                   if isinstance(m, ToolMessage) and m.name == CODE_TOOL]
+        codes = _call_codes(after)
+        entries = [({**(m.additional_kwargs.get(PROGRAM_KEY) or {}), "code": codes.get(m.tool_call_id, "")},
+                    m.tool_call_id in checks_ids) for m in after if isinstance(m, ToolMessage) and m.name == CODE_TOOL]
         main = [run for run, check in entries if not check]
         checks = [run for run, check in entries if check]
         asked = _original_text(request, human) if human is not None else ""
@@ -361,6 +372,12 @@ def _places(word: str) -> int:
 
 
 _CHECK_FLAG = "deerflow_check"
+
+
+def _call_codes(after: Sequence[BaseMessage]) -> dict[str, str]:
+    """The program of each of this turn's ``python`` calls, by call id."""
+    return {str(call.get("id")): str((call.get("args") or {}).get("code") or "") for m in after
+            if isinstance(m, AIMessage) for call in m.tool_calls if call.get("name") == CODE_TOOL}
 
 
 def _check_call_ids(after: Sequence[BaseMessage]) -> set[str]:
