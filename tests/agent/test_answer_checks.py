@@ -173,3 +173,19 @@ def test_a_question_about_one_year_needs_a_program_that_uses_it():
     run["code"] = "d = df[df.order_date.dt.year == 2023]\n" + run["code"].replace("df", "d")
     assert ProgramAnswerMiddleware().problem(run, [], [], asked=asked) is None
     assert ProgramAnswerMiddleware().problem(run, [], [], asked="Revenue change from 2022 to 2023?") is None
+
+
+def test_a_ranking_names_its_rows_by_the_id_column_not_by_row_number():
+    # seen on the embedded model: the top 5 listings by price per square foot named by pandas' row numbers
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    from deerflow_nb.tools.data_preview import DataPreview
+    preview = DataPreview("Data", "", {"/mnt/user-data/uploads/l.tsv": "df"}, {"df": ["listing_id", "Price", "Sqft"]})
+    asked = "What are the top 5 listings by price per square foot in /mnt/user-data/uploads/l.tsv?"
+    by_number = {"stdout": "top 5:\n812    1638.25\n15     1594.89\n501    1588.57", "exit_code": 0}
+    problem = ProgramAnswerMiddleware().problem(by_number, [], [], preview, asked)
+    assert problem is not None and "listing_id" in problem[1]
+    by_id = {"stdout": "top 5:\nLST-00813    1638.25\nLST-00016    1594.89", "exit_code": 0}
+    assert ProgramAnswerMiddleware().problem(by_id, [], [], preview, asked) is None
+    # years and hours are values, not row numbers
+    years = {"stdout": "2021    37246993.1\n2023    40056949.7", "exit_code": 0}
+    assert ProgramAnswerMiddleware().problem(years, [], [], preview, "Which years had the highest total?") is None

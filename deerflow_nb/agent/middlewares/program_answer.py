@@ -64,8 +64,13 @@ _PLACES = re.compile(r"\b([1-6]|one|two|three|four|five|six)\s*(?:decimals?|deci
 _WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 _NAN = re.compile(r"(?<![\w.])(?:nan|NaN|NaT|<NA>)(?![\w.])")
 #: A question about one year ("which month of 2023", "in 2022"): its program must use that year.
-_YEAR_ASKED = re.compile(r"\b(?:of|in|during|for|from)\s+(?:the\s+year\s+|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|"
-                         r"nov|dec)[a-z]*\.?\s+)?((?:19|20)\d\d)\b(?!\s*(?:-|to|and|vs)\b)", re.IGNORECASE)
+_YEAR_ASKED = re.compile(r"\b(?:of|in|during|for|from)\s+(?:the\s+(?:year\s+)?|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|"
+                         r"oct|nov|dec)[a-z]*\.?\s+)?((?:19|20)\d\d)\b(?!\s*(?:-|to|and|vs)\b)", re.IGNORECASE)
+#: A ranking question, its rows named by an id column (not by the row numbers pandas prints as the index).
+_RANKING = re.compile(r"\b(?:top|bottom|highest|lowest|largest|smallest|rank\w*)\b", re.IGNORECASE)
+_UNIT_OF_TIME = re.compile(r"\b(?:hours?|days?|weekdays?|weeks?|months?|years?|quarters?|bins?|ages?)\b", re.IGNORECASE)
+_ID_NAME = re.compile(r"(?:^|_)id$|(?<=[a-z])Id$|ID$|^id_", re.IGNORECASE)
+_ROW_NUMBER = re.compile(r"^\s*(\d+)\s+-?\d[\d.,]*\s*$", re.MULTILINE)
 #: A question that asks for a count; the output must then state a whole number.
 _HOW_MANY = re.compile(r"\bhow many\b|\bnumber of (?:rows|records|orders|entries|distinct|unique)\b"
                        r"|\bcount (?:of|the)\b", re.IGNORECASE)
@@ -150,6 +155,11 @@ class ProgramAnswerMiddleware(AgentMiddleware):
                                        f"{year.group(1)}. Keep only the rows of {year.group(1)} (e.g. "
                                        f"df[df['date_column'].dt.year == {year.group(1)}]) and write the whole "
                                        "program again.")
+        id_column = _row_numbers_for_ids(stdout, asked, preview)
+        if id_column:
+            return "unanswered_part", (f"The output names the rows by their row number. Name them by the {id_column} "
+                                       f"column instead (e.g. print df.loc[top.index, ['{id_column}', ...]] or "
+                                       f"set_index('{id_column}') first) and write the whole program again.")
         reports = [p for p in requested if p.lower().endswith((".md", ".txt", ".html"))]  # counts may go there
         if _HOW_MANY.search(asked) and not reports and not _WHOLE.search(re.sub(r"\S*/\S*", " ", stdout)):
             return "unanswered_part", ("The question asks how many, and the output states no count. Write the "
@@ -372,6 +382,15 @@ def _places(word: str) -> int:
 
 
 _CHECK_FLAG = "deerflow_check"
+
+
+def _row_numbers_for_ids(stdout: str, asked: str, preview: DataPreview | None) -> str | None:
+    """The id column a ranking should name its rows by, when the output names them by row number instead."""
+    if preview is None or not _RANKING.search(asked) or _UNIT_OF_TIME.search(asked):
+        return None
+    ids = [name for names in preview.columns.values() for name in names if _ID_NAME.search(name)]
+    numbered = [m for m in _ROW_NUMBER.finditer(stdout) if not re.fullmatch(r"(?:19|20)\d\d", m.group(1))]
+    return ids[0] if ids and len(numbered) >= 2 else None
 
 
 def _call_codes(after: Sequence[BaseMessage]) -> dict[str, str]:
