@@ -189,3 +189,12 @@ def test_a_ranking_names_its_rows_by_the_id_column_not_by_row_number():
     # years and hours are values, not row numbers
     years = {"stdout": "2021    37246993.1\n2023    40056949.7", "exit_code": 0}
     assert ProgramAnswerMiddleware().problem(years, [], [], preview, "Which years had the highest total?") is None
+
+
+def test_a_question_asking_which_needs_a_name_in_the_output():
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    asked = "Which column of /mnt/user-data/uploads/f.csv has the most missing values, and how many?"
+    problem = ProgramAnswerMiddleware().problem({"stdout": "534", "exit_code": 0}, [], [], asked=asked)
+    assert problem is not None and problem[0] == "unanswered_part"
+    named = {"stdout": "column with the most missing values: arr_delay (534)", "exit_code": 0}
+    assert ProgramAnswerMiddleware().problem(named, [], [], asked=asked) is None

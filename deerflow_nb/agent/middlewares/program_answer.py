@@ -66,6 +66,9 @@ _NAN = re.compile(r"(?<![\w.])(?:nan|NaN|NaT|<NA>)(?![\w.])")
 #: A question about one year ("which month of 2023", "in 2022"): its program must use that year.
 _YEAR_ASKED = re.compile(r"\b(?:of|in|during|for|from)\s+(?:the\s+(?:year\s+)?|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|"
                          r"oct|nov|dec)[a-z]*\.?\s+)?((?:19|20)\d\d)\b(?!\s*(?:-|to|and|vs)\b)", re.IGNORECASE)
+#: A question asking for a name ("which column", "what city"): the output must name something.
+_WHICH = re.compile(r"\bwhich\b|\bwhat (?:city|region|column|product|category|month|weekday|day|team|station)\b",
+                    re.IGNORECASE)
 #: A ranking question, its rows named by an id column (not by the row numbers pandas prints as the index).
 _RANKING = re.compile(r"\b(?:top|bottom|highest|lowest|largest|smallest|rank\w*)\b", re.IGNORECASE)
 _UNIT_OF_TIME = re.compile(r"\b(?:hours?|days?|weekdays?|weeks?|months?|years?|quarters?|bins?|ages?)\b", re.IGNORECASE)
@@ -155,6 +158,10 @@ class ProgramAnswerMiddleware(AgentMiddleware):
                                        f"{year.group(1)}. Keep only the rows of {year.group(1)} (e.g. "
                                        f"df[df['date_column'].dt.year == {year.group(1)}]) and write the whole "
                                        "program again.")
+        words = re.search(r"[^\W\d_]", re.sub(r"\S*/\S*|\be\b", " ", stdout))  # letters, paths aside
+        if _WHICH.search(asked) and not _UNIT_OF_TIME.search(asked) and not words:
+            return "unanswered_part", ("The question asks which one, and the output names nothing (only numbers). "
+                                       "Print the name too, with a label, and write the whole program again.")
         id_column = _row_numbers_for_ids(stdout, asked, preview)
         if id_column:
             return "unanswered_part", (f"The output names the rows by their row number. Name them by the {id_column} "
