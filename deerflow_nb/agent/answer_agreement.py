@@ -97,8 +97,8 @@ def _contained(small: Iterable[Number], large: Iterable[Number]) -> bool:
 def agree(first: str, second: str, question: str = "") -> bool:
     """Whether two outputs for ``question`` state the same answer (see the module docstring)."""
     a, b = answer_values(first, question), answer_values(second, question)
-    if not a and not b:  # neither states a value (a chart saved): there is nothing to disagree about
-        return bool(first.strip()) and bool(second.strip())
+    if not a and not b:  # neither states a value (a chart or a table saved): nothing to disagree about
+        return True
     if not a or not b:
         return False
     small, large = (a, b) if len(a.numbers) <= len(b.numbers) else (b, a)
