@@ -196,5 +196,9 @@ def test_a_question_asking_which_needs_a_name_in_the_output():
     asked = "Which column of /mnt/user-data/uploads/f.csv has the most missing values, and how many?"
     problem = ProgramAnswerMiddleware().problem({"stdout": "534", "exit_code": 0}, [], [], asked=asked)
     assert problem is not None and problem[0] == "unanswered_part"
+    other = "In /mnt/user-data/uploads/f.csv, find the column with the largest number of empty cells and its count."
+    assert ProgramAnswerMiddleware().problem({"stdout": "534", "exit_code": 0}, [], [], asked=other) is not None
+    assert ProgramAnswerMiddleware().problem({"stdout": "534", "exit_code": 0}, [], [],
+                                             asked="How many rows have the city field empty?") is None
     named = {"stdout": "column with the most missing values: arr_delay (534)", "exit_code": 0}
     assert ProgramAnswerMiddleware().problem(named, [], [], asked=asked) is None

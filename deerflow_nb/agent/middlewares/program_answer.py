@@ -67,8 +67,9 @@ _NAN = re.compile(r"(?<![\w.])(?:nan|NaN|NaT|<NA>)(?![\w.])")
 _YEAR_ASKED = re.compile(r"\b(?:of|in|during|for|from)\s+(?:the\s+(?:year\s+)?|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|"
                          r"oct|nov|dec)[a-z]*\.?\s+)?((?:19|20)\d\d)\b(?!\s*(?:-|to|and|vs)\b)", re.IGNORECASE)
 #: A question asking for a name ("which column", "what city"): the output must name something.
-_WHICH = re.compile(r"\bwhich\b|\bwhat (?:city|region|column|product|category|month|weekday|day|team|station)\b",
-                    re.IGNORECASE)
+_WHICH = re.compile(r"\bwhich\b|\b(?:what|the) (?:city|region|column|product|category|team|station|department|"
+                    r"airport|carrier|country|customer|player|page|batch|analyst|supplier|store)(?: \w+)?"
+                    r"(?: with| has| had|\b(?=\?))", re.IGNORECASE)
 #: A ranking question, its rows named by an id column (not by the row numbers pandas prints as the index).
 _RANKING = re.compile(r"\b(?:top|bottom|highest|lowest|largest|smallest|rank\w*)\b", re.IGNORECASE)
 _UNIT_OF_TIME = re.compile(r"\b(?:hours?|days?|weekdays?|weeks?|months?|years?|quarters?|bins?|ages?)\b", re.IGNORECASE)
