@@ -138,7 +138,8 @@ Q = "Which region has the highest total amount in /mnt/user-data/uploads/s.csv, 
     ("rows in 2023: 45", "rows in 2023: 2023", False),                          # the question's numbers are not values
     ("", "count: 3", False),
     ("histogram of units saved", "the histogram was saved", True),     # no values on either side
-    ("", "", True),                                                            # only files written
+    ("", "", True),
+    ("bar chart saved to /mnt/user-data/outputs/x.png", "", True),               # one says where it saved it                                                            # only files written
 ])
 def test_two_outputs_agree_on_their_values_not_their_labels(first, second, same):
     assert agree(first, second, Q) is same
