@@ -203,3 +203,18 @@ def test_a_question_asking_which_needs_a_name_in_the_output():
                                              asked="How many rows have the city field empty?") is None
     named = {"stdout": "column with the most missing values: arr_delay (534)", "exit_code": 0}
     assert ProgramAnswerMiddleware().problem(named, [], [], asked=asked) is None
+
+
+def test_a_per_group_result_put_into_a_column_gets_a_hint():
+    # seen on the embedded model in the quickstart: the column is all missing and idxmax fails, three times over
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    code = ("df['revenue'] = df['units'] * df['unit_price']\n"
+            "df['region_revenue'] = df.groupby('region')['revenue'].sum()\nprint(df['region_revenue'].idxmax())\n")
+    failed = {"stdout": "", "exit_code": 1, "stderr": "ValueError: Encountered all NA values", "code": code}
+    problem = ProgramAnswerMiddleware().problem(failed, [], [], asked="Which region earned the most?")
+    assert problem is not None and "per_group = df.groupby(" in problem[1]
+    printed_nan = {"stdout": "total: nan", "exit_code": 0, "code": code}
+    problem = ProgramAnswerMiddleware().problem(printed_nan, [], [], asked="What is the total?")
+    assert problem is not None and "per_group = df.groupby(" in problem[1]
+    fine = {**failed, "code": "per_region = df.groupby('region')['revenue'].sum()\nprint(per_region.idxmax())\n"}
+    assert "per_group" not in ProgramAnswerMiddleware().problem(fine, [], [], asked="Which region?")[1]

@@ -75,6 +75,9 @@ _RANKING = re.compile(r"\b(?:top|bottom|highest|lowest|largest|smallest|rank\w*)
 _UNIT_OF_TIME = re.compile(r"\b(?:hours?|days?|weekdays?|weeks?|months?|years?|quarters?|bins?|ages?)\b", re.IGNORECASE)
 _ID_NAME = re.compile(r"(?:^|_)id$|(?<=[a-z])Id$|ID$|^id_", re.IGNORECASE)
 _ROW_NUMBER = re.compile(r"^\s*(\d+)\s+-?\d[\d.,]*\s*$", re.MULTILINE)
+#: A per-group aggregate assigned into a column of the rows (all missing: the group index does not align).
+_GROUP_INTO_COLUMN = re.compile(r"^\s*(?P<frame>\w+)\[['\"][^'\"]+['\"]\]\s*=\s*(?P=frame)\.groupby\([^\n]*"
+                                r"\.(?:sum|mean|count|max|min|median|size|nunique)\(\)\s*$", re.MULTILINE)
 #: A question that asks for a count; the output must then state a whole number.
 _HOW_MANY = re.compile(r"\bhow many\b|\bnumber of (?:rows|records|orders|entries|distinct|unique)\b"
                        r"|\bcount (?:of|the)\b", re.IGNORECASE)
@@ -173,6 +176,8 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             return "unanswered_part", ("The question asks how many, and the output states no count. Write the "
                                        "whole program again so that it prints every asked value, the count too, "
                                        "each with a label.")
+        if _NAN.search(stdout) and (assigned := _GROUP_INTO_COLUMN.search(str(run.get("code") or ""))):
+            return "unanswered_part", _group_hint(assigned) + "Write the whole corrected program."
         if _NAN.search(stdout):
             return "unanswered_part", ("The output contains nan (a missing value). Check the column names and the "
                                        "filter values against the data description, drop missing values where "
@@ -376,6 +381,9 @@ _KEY_ERROR = re.compile(r"^KeyError: (['\"])(?P<name>.+)\1\s*$", re.MULTILINE)
 
 def _error_hint(run: dict[str, Any], preview: DataPreview | None) -> str:
     """A hint for a failed program: for a missing column, the columns there are."""
+    assigned = _GROUP_INTO_COLUMN.search(str(run.get("code") or ""))
+    if assigned:
+        return _group_hint(assigned)
     match = _KEY_ERROR.search(str(run.get("stderr") or ""))
     if match is None or preview is None or not preview.columns:
         return ""
@@ -383,6 +391,13 @@ def _error_hint(run: dict[str, Any], preview: DataPreview | None) -> str:
     listing = "; ".join(f"{var}: {', '.join(cols)}" for var, cols in preview.columns.items())
     return (f"There is no column {name!r}. The columns are: {listing}. A value such as \"a / b\" is computed from "
             "its columns, e.g. df[\"a\"] / df[\"b\"]. ")
+
+
+def _group_hint(assigned: re.Match[str]) -> str:
+    return (f"{assigned.group(0).strip()} puts a per-group result into a column of the rows: its index does not "
+            f"match, so the column is all missing. Keep the per-group result in its own variable, e.g. "
+            f"per_group = {assigned.group('frame')}.groupby(...)[...].sum(), and use per_group.idxmax(), "
+            "per_group.sum(), per_group.to_string(). ")
 
 
 def _places(word: str) -> int:
