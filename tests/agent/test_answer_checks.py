@@ -218,3 +218,13 @@ def test_a_per_group_result_put_into_a_column_gets_a_hint():
     assert problem is not None and "per_group = df.groupby(" in problem[1]
     fine = {**failed, "code": "per_region = df.groupby('region')['revenue'].sum()\nprint(per_region.idxmax())\n"}
     assert "per_group" not in ProgramAnswerMiddleware().problem(fine, [], [], asked="Which region?")[1]
+
+
+def test_a_failed_programs_hint_reminds_of_the_file_it_forgot():
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    report = "/mnt/user-data/outputs/sales_report.md"
+    failed = {"stdout": "", "exit_code": 1, "stderr": "KeyError: 'revenue'", "code": "print(df['revenue'].sum())"}
+    problem = ProgramAnswerMiddleware().problem(failed, [report], [], asked=f"Write a report to {report}.")
+    assert problem is not None and f"It must also save {report}" in problem[1]
+    failed["code"] += f"\nopen('{report}', 'w').write('x')"
+    assert "must also save" not in ProgramAnswerMiddleware().problem(failed, [report], [], asked="")[1]

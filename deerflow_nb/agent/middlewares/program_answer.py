@@ -133,8 +133,11 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             return "unanswered_part", ("The program was stopped at the time limit. Write a faster program (no loops "
                                        "over rows) and write it whole.")
         if run.get("exit_code") not in (0, None):
+            code = str(run.get("code") or "")
+            unsaved = [p for p in requested if p not in code and p not in written]
+            also = f"It must also save {', '.join(unsaved)}, which the question asks for. " if code and unsaved else ""
             return "unanswered_part", "The program failed with the error above. " + _error_hint(run, preview) + \
-                "Write the whole corrected program."
+                also + "Write the whole corrected program."
         missing = [p for p in requested if p not in written]
         if missing:
             shown = ", ".join(missing)
