@@ -129,11 +129,11 @@ class ProgramAnswerMiddleware(AgentMiddleware):
                 preview: DataPreview | None = None, asked: str = "") -> tuple[str, str] | None:
         """``(stop_reason, hint)`` when a program's run does not answer the question, else ``None``."""
         stdout = str(run.get("stdout") or "")
+        code = str(run.get("code") or "")
         if run.get("timed_out"):
             return "unanswered_part", ("The program was stopped at the time limit. Write a faster program (no loops "
                                        "over rows) and write it whole.")
         if run.get("exit_code") not in (0, None):
-            code = str(run.get("code") or "")
             unsaved = [p for p in requested if p not in code and p not in written]
             also = f"It must also save {', '.join(unsaved)}, which the question asks for. " if code and unsaved else ""
             return "unanswered_part", "The program failed with the error above. " + _error_hint(run, preview) + \
@@ -158,7 +158,6 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         if len(lines) > _MAX_LINES:
             return "unanswered_part", (f"The program printed {len(lines)} lines. Write it again so that it prints "
                                        "only the values the question asks for, each with a label.")
-        code = str(run.get("code") or "")
         year = _YEAR_ASKED.search(asked)
         if code and year and year.group(1) not in code and year.group(1) not in stdout:
             return "unanswered_part", (f"The question is about {year.group(1)}, and the program does not use "
@@ -179,9 +178,9 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             return "unanswered_part", ("The question asks how many, and the output states no count. Write the "
                                        "whole program again so that it prints every asked value, the count too, "
                                        "each with a label.")
-        if _NAN.search(stdout) and (assigned := _GROUP_INTO_COLUMN.search(str(run.get("code") or ""))):
-            return "unanswered_part", _group_hint(assigned) + "Write the whole corrected program."
         if _NAN.search(stdout):
+            if assigned := _GROUP_INTO_COLUMN.search(code):
+                return "unanswered_part", _group_hint(assigned) + "Write the whole corrected program."
             return "unanswered_part", ("The output contains nan (a missing value). Check the column names and the "
                                        "filter values against the data description, drop missing values where "
                                        "needed, and write the whole corrected program.")
