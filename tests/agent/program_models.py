@@ -54,6 +54,13 @@ def _decide(messages: list[Any]) -> Any:
         return "To call a tool, reply with only:"
     if "a plan please" in question:
         return "We can use the python tool with pandas to compute this."
+    if "units of the East region" in question:  # the first program ignores the region the question names
+        if tries == 0 or "stubborn" in question.lower():
+            return _program(load + "print('total units:', df.units.sum())\n")
+        return _program(load + "print('total units of East:', df[df.region == 'East'].units.sum())\n")
+    if "pooled t-test" in question:  # writes Welch's test; the pooled test the question names is the one that runs
+        return _program(load + "from scipy import stats\nt, p = stats.ttest_ind(df[df.region == 'East'].units, "
+                        "df[df.region == 'West'].units, equal_var=False)\nprint('t:', round(t, 4))\n")
     if "revenue per region" in question:
         if tries == 0:  # the first program has a typo; the repair has the error to go on
             return _program(load + "print(df['revenue'].sum())\n")

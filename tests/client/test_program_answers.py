@@ -106,6 +106,30 @@ def test_two_agreeing_checks_outvote_the_first_program(agent, sales):
                                                                              "answer: 2007"]
 
 
+def test_a_value_the_question_names_is_used_after_one_hint(agent, sales):
+    thread = _thread(agent, sales)
+    assert thread.chat(f"What are the total units of the East region in {UP}/sales.csv?") == "total units of East: 4"
+    runs = [m.text for m in thread.messages if isinstance(m, ToolMessage)]
+    # the first program ignored "East" and was written again; the checks misread it the same way, so they
+    # confirm nothing and do not outvote the repair
+    assert runs == ["total units: 9", "total units of East: 4", "total units: 9", "total units: 9"]
+
+
+def test_the_misreading_hint_is_advice_given_once(agent, sales):
+    thread = _thread(agent, sales)
+    assert thread.chat(f"Stubborn: the total units of the East region in {UP}/sales.csv?") == "total units: 9"
+    assert [m.text for m in thread.messages if isinstance(m, ToolMessage)][:2] == ["total units: 9"] * 2
+
+
+def test_the_t_test_the_question_names_is_the_one_that_runs(agent, sales):
+    from scipy import stats
+    thread = _thread(agent, sales)
+    answer = thread.chat(f"A pooled t-test of units, East vs West, in {UP}/sales.csv?")
+    assert answer == f"t: {round(stats.ttest_ind([3, 1], [5], equal_var=True).statistic, 4)}"
+    calls = [m for m in thread.messages if isinstance(m, AIMessage) and m.tool_calls]
+    assert "equal_var=True" in calls[0].tool_calls[0]["args"]["code"]  # the program shown is the one that ran
+
+
 def test_a_chart_is_presented_without_a_separate_step(agent, sales):
     thread = _thread(agent, sales)
     answer = thread.chat(f"Make a bar chart of units by region from {UP}/sales.csv")

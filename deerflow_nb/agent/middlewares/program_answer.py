@@ -37,6 +37,7 @@ from deerflow_nb.agent.answer_format import format_output
 from deerflow_nb.agent.middlewares._base import context_of, last_ai
 from deerflow_nb.agent.middlewares.answer_check import PROGRAM_ANSWER
 from deerflow_nb.agent.program_fixes import add_missing_imports
+from deerflow_nb.agent.program_misreads import error_hint, fix_ttest_variance, misread_hint
 from deerflow_nb.errors import AnswerError
 from deerflow_nb.tools.data_preview import DataPreview, data_files, preview_files, render_preview
 from deerflow_nb.tools.present_files import OUTPUTS_DIR
@@ -210,6 +211,11 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         run_id = context_of(request).run_id
         if not entries[-1][1]:  # the question's own program (or its repair)
             problem = self.problem(main[-1], requested, written, preview, asked)
+            if problem is None and len(main) < self.max_programs and not any(
+                    _misread(run, asked, preview) for run in main[:-1]):  # one such hint a question
+                hint = _misread(main[-1], asked, preview)
+                if hint:
+                    return "model", hint
             if problem is None:
                 return ("check", None) if self.check_programs else ("answer", self._answer(main[-1], asked))
             reason, hint = problem
@@ -222,7 +228,8 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             return "fail", AnswerError(cause, run_id=run_id, stop_reason=reason, cause=cause)
         # a check: an independent program must reach the same answer
         answer = main[-1]
-        usable = [run for run in checks if self.problem(run, requested, written, preview, asked) is None]
+        usable = [run for run in checks if self.problem(run, requested, written, preview, asked) is None
+                  and _misread(run, asked, preview) is None]  # a check that misreads the question confirms nothing
         stdout = [str(run.get("stdout") or "") for run in (answer, *usable)]
         for i, j in ((0, k) for k in range(1, len(stdout))):
             if agree(stdout[i], stdout[j], asked):
@@ -329,8 +336,11 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         small_talk = bool(_SMALL_TALK.match(text)) and len(text.split()) <= 6 and not re.search(r"\d", text)
         return not small_talk
 
-    def _finish(self, response: ModelResponse, check: bool = False) -> ModelResponse:
-        """Add the imports a program forgot (the call then shows the program that really runs); mark checks."""
+    def _finish(self, response: ModelResponse, asked: str, check: bool = False) -> ModelResponse:
+        """Fix a program before it runs (forgotten imports, the t-test ``asked`` names); mark checks.
+
+        The call then shows the program that really runs.
+        """
         message = last_ai(response)
         if message is None or not message.tool_calls:
             return response
@@ -338,7 +348,8 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         for call in message.tool_calls:
             code = (call.get("args") or {}).get("code")
             if call.get("name") == CODE_TOOL and isinstance(code, str):
-                call = {**call, "args": {**call["args"], "code": add_missing_imports(code)}}
+                code = fix_ttest_variance(add_missing_imports(code), asked)
+                call = {**call, "args": {**call["args"], "code": code}}
             calls.append(call)
         kwargs = {**message.additional_kwargs, _CHECK_FLAG: True} if check else message.additional_kwargs
         fixed = message.model_copy(update={"tool_calls": calls, "additional_kwargs": kwargs})
@@ -359,7 +370,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         preview = self._preview(request)
         self._refuse_missing(request, preview)
         check = step[0] == "check"
-        return self._finish(handler(self._request(request, preview, step[1], check)), check)
+        return self._finish(handler(self._request(request, preview, step[1], check)), _asked(request), check)
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
@@ -375,7 +386,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         preview = cached if isinstance(cached, DataPreview) else await asyncio.to_thread(self._preview, request)
         self._refuse_missing(request, preview)
         check = step[0] == "check"
-        return self._finish(await handler(self._request(request, preview, step[1], check)), check)
+        return self._finish(await handler(self._request(request, preview, step[1], check)), _asked(request), check)
 
 
 _KEY_ERROR = re.compile(r"^KeyError: (['\"])(?P<name>.+)\1\s*$", re.MULTILINE)
@@ -388,7 +399,7 @@ def _error_hint(run: dict[str, Any], preview: DataPreview | None) -> str:
         return _group_hint(assigned)
     match = _KEY_ERROR.search(str(run.get("stderr") or ""))
     if match is None or preview is None or not preview.columns:
-        return ""
+        return error_hint(str(run.get("stderr") or ""))
     name = match.group("name")
     listing = "; ".join(f"{var}: {', '.join(cols)}" for var, cols in preview.columns.items())
     return (f"There is no column {name!r}. The columns are: {listing}. A value such as \"a / b\" is computed from "
@@ -400,6 +411,20 @@ def _group_hint(assigned: re.Match[str]) -> str:
             f"match, so the column is all missing. Keep the per-group result in its own variable, e.g. "
             f"per_group = {assigned.group('frame')}.groupby(...)[...].sum(), and use per_group.idxmax(), "
             "per_group.sum(), per_group.to_string(). ")
+
+
+def _misread(run: dict[str, Any], asked: str, preview: DataPreview | None) -> str | None:
+    """A misreading of ``asked`` that the program of ``run`` shows (:func:`misread_hint`), for a program that ran."""
+    if run.get("exit_code") not in (0, None) or not run.get("code"):
+        return None
+    frames = list(preview.variables.values()) if preview else ["df"]
+    return misread_hint(str(run["code"]), str(run.get("stdout") or ""), asked, frames or ["df"],
+                        preview.values if preview else None)
+
+
+def _asked(request: ModelRequest) -> str:
+    human, _ = user_turn(request.messages)
+    return _original_text(request, human) if human is not None else ""
 
 
 def _places(word: str) -> int:

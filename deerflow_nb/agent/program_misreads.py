@@ -1,0 +1,203 @@
+"""Misreadings of a question that a small model's program shows in its code, and what to do about them.
+
+Measured on the embedded model, most of the answers that were wrong *and* confirmed by an independent
+check program were the same misreading twice: the second program, written from the same question,
+made the same mistake. These are found in the program instead, from the question's words:
+
+- :func:`fix_ttest_variance` rewrites ``ttest_ind``'s ``equal_var`` when the question names the test
+  ("pooled", "Student's" → ``True``; "Welch", "unequal variances" → ``False``): a mechanical fix, made
+  before the program runs;
+- :func:`misread_hint` names a misreading a repair turn can act on: every row with any missing value
+  dropped when the question did not ask for complete rows; duplicates counted with ``keep=False`` (every
+  copy) or on a subset of the columns when the question asks for exact duplicates of an earlier row;
+  a value the question names (``"treatment"``, ``"JFK"``) that the program never uses.
+
+The hints are advice: the middleware gives one such hint per question, so a false alarm costs one
+program, never the answer.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping, Sequence
+
+__all__ = ["error_hint", "fix_ttest_variance", "misread_hint"]
+
+_POOLED = re.compile(r"\bpooled\b|\bstudent'?s?\b|\bequal[- ]variances?\b|\bassum\w* equal var", re.IGNORECASE)
+_WELCH = re.compile(r"\bwelch\b|\bunequal[- ]variances?\b|\bnot assum\w* equal|\bwithout assum\w* equal",
+                    re.IGNORECASE)
+#: The question asks for rows without any missing value: dropping on every column is then right.
+_COMPLETE_ROWS = re.compile(r"\bcomplete\b|\bany (?:missing|empty|null|blank)|\bno (?:missing|empty|null|blank)"
+                            r"|\b(?:all|every) (?:fields?|columns?|values?)\b|\bdropna\b|\bfully (?:filled|populated)",
+                            re.IGNORECASE)
+#: The question asks for every copy of a duplicated row, the first one too (``keep=False`` is then right).
+_EVERY_COPY = re.compile(r"\b(?:all|every) (?:the )?(?:copies|copy|occurrences?|rows? involved)|including the first"
+                         r"|\binvolved in\b|\bappear\w* more than once\b|\bpart of (?:a |any )?duplicate"
+                         r"|\bused by (?:two|2) or more|\bshared by\b", re.IGNORECASE)
+#: The question is about rows equal in every column.
+_EXACT_DUPLICATES = re.compile(r"\bexact(?:ly)? (?:duplicate|identical|the same|copies)|\bidentical rows?\b"
+                               r"|\bduplicate (?:rows|records)\b|\bfully duplicated\b", re.IGNORECASE)
+_PATHS = re.compile(r"\S*/\S*")
+#: Errors the embedded model was seen to repeat, and what to do instead (matched on the error's last line).
+_ERRORS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"Can only compare identically-labeled"),
+     "Two Series with different index labels cannot be compared with == or <. Align them first "
+     "(a, b = a.align(b, fill_value=0)) or compute the difference as a.sub(b, fill_value=0). "),
+    (re.compile(r"'(?:numpy\.)?(?:float|int)\w*' object has no attribute '(?:idxmax|idxmin|sort_values|nlargest)'"),
+     "idxmax(), idxmin(), nlargest() and sort_values() work on a Series of per-group values, not on one number: "
+     "group first, e.g. totals = df.groupby('g')['x'].sum(); totals.idxmax(). "),
+    (re.compile(r"^SyntaxError: (?:unmatched|'\(' was never closed|invalid syntax|unexpected EOF)", re.MULTILINE),
+     "The program is not valid Python. Write one computation per line with named intermediate variables, "
+     "so that every parenthesis is closed on its own line. "),
+    (re.compile(r"Can only use \.dt accessor with datetimelike values"),
+     "The column holds text, not dates: convert it first with pd.to_datetime(df['column']). "),
+    (re.compile(r"unsupported operand type\(s\) for [-+*/]: 'str' and|could not convert string to float"),
+     "A column used in arithmetic holds text: convert it with pd.to_numeric(df['column'], errors='coerce'). "),
+)
+
+
+def error_hint(stderr: str) -> str:
+    """What to do about a failed program's error, for the errors small models repeat (else ``""``)."""
+    for pattern, hint in _ERRORS:
+        if pattern.search(stderr):
+            return hint
+    return ""
+
+
+def _want_equal_var(asked: str) -> bool | None:
+    if _WELCH.search(asked):
+        return False
+    if _POOLED.search(asked):
+        return True
+    return None
+
+
+def fix_ttest_variance(code: str, asked: str) -> str:
+    """``code`` with every ``ttest_ind(...)`` call's ``equal_var`` set as ``asked`` names the test.
+
+    Unchanged when the question does not name the test, when the calls already agree, or when the
+    program does not parse.
+    """
+    want = _want_equal_var(asked)
+    if want is None or "ttest_ind" not in code:
+        return code
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code
+    lines = code.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+
+    def at(lineno: int, col: int) -> int:  # ast columns count UTF-8 bytes
+        return offsets[lineno - 1] + len(lines[lineno - 1].encode()[:col].decode(errors="ignore"))
+
+    edits: list[tuple[int, int, str]] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if name != "ttest_ind" or node.end_lineno is None or node.end_col_offset is None:
+            continue
+        keyword = next((k for k in node.keywords if k.arg == "equal_var"), None)
+        if keyword is None:
+            last = max([*node.args, *(k.value for k in node.keywords)],
+                       key=lambda n: (n.end_lineno or 0, n.end_col_offset or 0), default=None)
+            if last is None or last.end_lineno is None or last.end_col_offset is None:
+                end = at(node.end_lineno, node.end_col_offset) - 1  # the closing parenthesis
+                edits.append((end, end, f"equal_var={want}"))
+            else:  # right after the last argument (a trailing comma may follow)
+                end = at(last.end_lineno, last.end_col_offset)
+                edits.append((end, end, f", equal_var={want}"))
+        elif not (isinstance(keyword.value, ast.Constant) and keyword.value.value is want):
+            value = keyword.value
+            if value.end_lineno is None or value.end_col_offset is None:
+                continue
+            edits.append((at(value.lineno, value.col_offset), at(value.end_lineno, value.end_col_offset), str(want)))
+    for start, end, text in sorted(edits, reverse=True):
+        code = code[:start] + text + code[end:]
+    return code
+
+
+def _calls(tree: ast.AST, method: str) -> list[ast.Call]:
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == method]
+
+
+def _whole_frame_dropna(tree: ast.AST, frames: Sequence[str]) -> bool:
+    """Whether a loaded DataFrame drops every row with a missing value in any column."""
+    for call in _calls(tree, "dropna"):
+        target = call.func.value  # type: ignore[attr-defined]
+        if not (isinstance(target, ast.Name) and target.id in frames):
+            continue
+        keywords = {k.arg: k.value for k in call.keywords}
+        if "subset" in keywords or call.args:
+            continue
+        axis = keywords.get("axis")
+        if isinstance(axis, ast.Constant) and axis.value in (1, "columns"):
+            continue
+        how = keywords.get("how")
+        if isinstance(how, ast.Constant) and how.value == "all":
+            continue
+        return True
+    return False
+
+
+def _duplicate_misread(tree: ast.AST, asked: str) -> str | None:
+    calls = _calls(tree, "duplicated") + _calls(tree, "drop_duplicates")
+    if not calls:
+        return None
+    every_copy = any(isinstance(k.value, ast.Constant) and k.value.value is False and k.arg == "keep"
+                     for call in calls for k in call.keywords)
+    if every_copy and not _EVERY_COPY.search(asked):
+        return ("The program counts duplicates with keep=False, which counts every copy, the first one too. "
+                "Rows that repeat an earlier row are counted by df.duplicated().sum() (the first copy kept); "
+                "write the whole program again.")
+    on_subset = any(call.args or any(k.arg == "subset" for k in call.keywords) for call in calls
+                    if isinstance(call.func.value, ast.Name))  # type: ignore[attr-defined]
+    if on_subset and _EXACT_DUPLICATES.search(asked):
+        return ("The question is about exact duplicate rows (equal in every column), and the program compares only "
+                "some columns. Use df.duplicated() or df.drop_duplicates() without a subset and write the whole "
+                "program again.")
+    return None
+
+
+def _unused_value(code: str, stdout: str, asked: str, values: Mapping[str, str]) -> tuple[str, str] | None:
+    """A value of the data the question names (as written) that neither the program nor its output uses."""
+    words = _PATHS.sub(" ", asked)
+    used = (code + "\n" + stdout).lower()
+    for value, column in values.items():
+        if len(value) < 2 or re.fullmatch(r"[\d.,\-\s:/]+", value) or value == column:
+            continue
+        if re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", words) and value.lower() not in used:
+            return value, column
+    return None
+
+
+def misread_hint(code: str, stdout: str, asked: str, frames: Sequence[str] = ("df",),
+                 values: Mapping[str, str] | None = None) -> str | None:
+    """A hint naming a misreading of ``asked`` that ``code`` shows, or ``None`` (see the module docstring).
+
+    ``frames`` are the variables holding the loaded files; ``values`` maps the data's category values
+    to their column.
+    """
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    if _whole_frame_dropna(tree, frames) and not _COMPLETE_ROWS.search(asked):
+        return ("The program drops every row that has a missing value in any column (.dropna() on the whole "
+                "table), which also drops rows the question needs. Drop missing values only in the columns you "
+                "use (df['x'].dropna(), or df.dropna(subset=['x', 'y'])) and write the whole program again.")
+    duplicates = _duplicate_misread(tree, asked)
+    if duplicates:
+        return duplicates
+    unused = _unused_value(code, stdout, asked, values or {})
+    if unused:
+        value, column = unused
+        return (f"The question names {value!r}, a value of the column {column!r}, and the program does not use it. "
+                f"Keep only the rows with {column} == {value!r} for the part of the question about it, and "
+                "write the whole program again.")
+    return None

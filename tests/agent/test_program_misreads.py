@@ -1,0 +1,115 @@
+"""Misreadings found in a program's code (seen on the embedded model, confirmed by a check that misread the same)."""
+
+from __future__ import annotations
+
+import pytest
+
+from deerflow_nb.agent.program_misreads import fix_ttest_variance, misread_hint
+
+WELCH = ("from scipy import stats\n"
+         "t, p = stats.ttest_ind(df[df['homeroom'] == 'Oak']['math'], df[df['homeroom'] == 'Pine']['math'], "
+         "equal_var=False)\nprint(t, p)\n")
+PLAIN = "from scipy.stats import ttest_ind\nt, p = ttest_ind(\n    a,\n    b,\n)\nprint(t, p)\n"
+
+
+@pytest.mark.parametrize(("asked", "code", "expected"), [
+    ("compare with a pooled-variance (Student) two-sample t-test", WELCH, WELCH.replace("=False", "=True")),
+    ("Student's t-test of Oak vs Pine", WELCH, WELCH.replace("=False", "=True")),
+    ("a Welch t-test of Oak vs Pine", WELCH, WELCH),
+    ("a t-test of Oak vs Pine", WELCH, WELCH),  # not named: the program's choice stands
+    ("a t-test not assuming equal variances", PLAIN, PLAIN.replace("    b,\n)", "    b, equal_var=False,\n)")),
+    ("a t-test assuming equal variances", PLAIN, PLAIN.replace("    b,\n)", "    b, equal_var=True,\n)")),
+    ("a pooled t-test", "print(stats.ttest_ind(a, b, equal_var=True))", "print(stats.ttest_ind(a, b, equal_var=True))"),
+    ("a pooled t-test", "print(stats.ttest_ind(a, b)", "print(stats.ttest_ind(a, b)"),  # does not parse: unchanged
+])
+def test_the_t_test_the_question_names_is_the_one_that_runs(asked, code, expected):
+    fixed = fix_ttest_variance(code, asked)
+    assert fixed == expected
+    if fixed != code:
+        compile(fixed, "<program>", "exec")
+
+
+def test_fixed_program_runs_the_named_test():
+    from scipy import stats
+    a, b = [1.0, 2.0, 3.0, 4.0, 9.0], [2.0, 2.5, 2.7, 3.0]
+    code = "from scipy import stats\nt, p = stats.ttest_ind(a, b)\n"
+    scope = {"a": a, "b": b}
+    exec(fix_ttest_variance(code, "Welch's t-test"), scope)
+    assert scope["t"] == pytest.approx(stats.ttest_ind(a, b, equal_var=False).statistic)
+    assert scope["t"] != pytest.approx(stats.ttest_ind(a, b).statistic)
+
+
+@pytest.mark.parametrize(("code", "asked", "flagged"), [
+    ("df.dropna(inplace=True)\nprint(df['ph'].mean())", "Shapiro-Wilk test of pH after dropping missing values", True),
+    ("df = df.dropna()\nprint(len(df))", "average distance for origin JFK and the number of carriers", True),
+    ("print(df['ph'].dropna().mean())", "mean pH after dropping missing values", False),
+    ("print(df.dropna(subset=['ph']).ph.mean())", "mean pH", False),
+    ("print(len(df.dropna()))", "how many samples are complete (no empty fields)?", False),
+    ("df.dropna(how='all', inplace=True)\nprint(len(df))", "how many rows?", False),
+    ("df.dropna(axis=1, inplace=True)\nprint(df.shape)", "how many columns have no gaps", False),
+    ("other = df.copy()\nprint(other.dropna())", "mean pH", False),  # not a loaded frame
+])
+def test_dropping_rows_missing_any_column_is_a_misreading_unless_complete_rows_are_asked(code, asked, flagged):
+    hint = misread_hint(code, "", asked)
+    assert (hint is not None and "dropna(subset=" in hint) is flagged
+
+
+def test_a_second_loaded_frame_is_checked_too():
+    hint = misread_hint("orders = orders.dropna()\nprint(len(orders))", "", "how many orders?", ["orders", "customers"])
+    assert hint is not None
+
+
+@pytest.mark.parametrize(("code", "asked", "needle"), [
+    ("print(df.duplicated(keep=False).sum())", "How many rows are exact duplicates of an earlier row?", "keep=False"),
+    ("print(df.duplicated(subset=['contact_id']).sum())", "How many exact duplicate rows are there?", "every column"),
+    ("print(df.drop_duplicates(['email']).shape)", "remove identical rows", "every column"),
+    ("print(df.duplicated(keep=False).sum())", "How many rows appear more than once (all copies)?", None),
+    ("print(df['email'].duplicated(keep=False).sum())", "How many rows share an email used by two or more rows?",
+     None),
+    ("print(df.duplicated(subset=['email']).sum())", "How many repeated emails are there?", None),
+    ("print(df.duplicated().sum())", "How many exact duplicate rows?", None),
+])
+def test_duplicates_counted_the_way_the_question_asks(code, asked, needle):
+    hint = misread_hint(code, "", asked)
+    if needle is None:
+        assert hint is None
+    else:
+        assert hint is not None and needle in hint
+
+
+def test_a_value_the_question_names_must_be_used():
+    values = {"treatment": "group", "control": "group", "Old Town": "station", "S-02": "sensor_id"}
+    asked = "Did blood pressure change in the treatment group of /mnt/user-data/uploads/bp.csv? Paired t-test."
+    code = "t, p = stats.ttest_rel(df['bp_before'], df['bp_after'])\nprint(t, p)"
+    hint = misread_hint(code, "t 5.01 p 0.0001", asked, values=values)
+    assert hint is not None and "'treatment'" in hint and "'group'" in hint
+    filtered = "d = df[df['group'] == 'treatment']\n" + code.replace("df[", "d[")
+    assert misread_hint(filtered, "t 8.2 p 4e-09", asked, values=values) is None
+    # named in the output (a table over every group) counts as used; so does another case in the code
+    assert misread_hint(code, "treatment 8.2\ncontrol 0.3", asked, values=values) is None
+    assert misread_hint("print(df[df.station.str.lower() == 'old town'].temp.mean())", "",
+                        'Average temperature at station "Old Town"?', values=values) is None
+    assert misread_hint("print(df.temp.mean())", "", 'Average temperature at station "Old Town"?',
+                        values=values) is not None
+    # only as written in the question: a word inside another, or in a file path, is not the value
+    assert misread_hint(code, "", "how did the treatments compare in /data/treatment/bp.csv", values=values) is None
+
+
+def test_programs_that_do_not_parse_get_no_misread_hint():
+    assert misread_hint("df.dropna(inplace=True", "", "mean pH") is None
+
+
+@pytest.mark.parametrize(("stderr", "needle"), [
+    ("Traceback...\nValueError: Can only compare identically-labeled Series objects", "a.align(b"),
+    ("AttributeError: 'numpy.float64' object has no attribute 'idxmax'", "group first"),
+    ("  File \"<program>\", line 4\n    x = (a))\n       ^\nSyntaxError: unmatched ')'", "one computation per line"),
+    ("AttributeError: Can only use .dt accessor with datetimelike values", "pd.to_datetime"),
+    ("TypeError: unsupported operand type(s) for -: 'str' and 'int'", "pd.to_numeric"),
+    ("ZeroDivisionError: division by zero", ""),
+])
+def test_errors_small_models_repeat_get_a_hint(stderr, needle):
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    from deerflow_nb.agent.program_misreads import error_hint
+    assert (needle in error_hint(stderr)) and bool(error_hint(stderr)) is bool(needle)
+    problem = ProgramAnswerMiddleware().problem({"exit_code": 1, "stderr": stderr, "code": "x"}, [], [], asked="q")
+    assert problem is not None and needle in problem[1]
