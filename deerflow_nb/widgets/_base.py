@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import threading
 import uuid
+import weakref
 from collections.abc import Coroutine
 from functools import cache
 from importlib import resources
@@ -76,6 +78,12 @@ class DeerFlowWidget(anywidget.AnyWidget):
     bundle to every place it is shown: a saved notebook then holds the fallback
     of the widget's *current* content (the chat calls it whenever a run ends), not
     a snapshot from when it was first displayed.
+
+    Headless runners (nbclient, papermill, ``nbconvert --execute``) record only the
+    messages of the cell that is executing, so an update is sent where they see it:
+    as a message of the latest cell (a run ends in the background while a later cell
+    runs), again from the cell that awaits the run (``chat.finished()``), and at the
+    start of the next cell for content that changed while the kernel was idle.
     """
 
     def _summary(self) -> str:
@@ -112,15 +120,57 @@ class DeerFlowWidget(anywidget.AnyWidget):
         data, metadata = self._repr_mimebundle_() or ({}, {})
         display_id = uuid.uuid4().hex
         self.__dict__.setdefault("_display_ids", []).append(display_id)
+        self.__dict__["_sent_text"] = data.get("text/plain")
+        _watch_cells(self)
         display(data, metadata=metadata, raw=True, display_id=display_id)
 
-    def refresh_display(self) -> None:
-        """Re-send the current bundle (widget view and text fallbacks) to every output showing it."""
+    def refresh_display(self, *, in_this_cell: bool = False) -> None:
+        """Re-send the current bundle (widget view and text fallbacks) to every output showing it.
+
+        The update goes out as a message of the latest cell (not of the cell that displayed the widget,
+        which a headless runner no longer listens to); ``in_this_cell=True`` sends it from the caller's
+        cell, for a caller that is itself a cell (``await chat.finished()``).
+        """
         ids = self.__dict__.get("_display_ids") or []
         if not ids:
             return
+        if in_this_cell:
+            self._send_update(ids)
+        else:  # an empty context: the kernel's parent header falls back to the latest execute request's
+            contextvars.Context().run(self._send_update, ids)
+
+    def _send_update(self, ids: list[str]) -> None:
         from IPython.display import update_display
 
         data, metadata = self._repr_mimebundle_() or ({}, {})
+        self.__dict__["_sent_text"] = data.get("text/plain")
         for display_id in ids:
             update_display(data, metadata=metadata, raw=True, display_id=display_id)
+
+
+_shown: weakref.WeakSet[DeerFlowWidget] = weakref.WeakSet()
+_hooked: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def _watch_cells(widget: DeerFlowWidget) -> None:
+    """Refresh ``widget``'s outputs at the start of each later cell when its content changed meanwhile."""
+    _shown.add(widget)
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is a dependency
+        return
+    shell = get_ipython()
+    if shell is None or shell in _hooked:
+        return
+    _hooked.add(shell)
+    shell.events.register("pre_run_cell", _refresh_changed)
+
+
+def _refresh_changed(*_: Any) -> None:
+    """``pre_run_cell``: re-send, as messages of the starting cell, the widgets whose content changed."""
+    for widget in list(_shown):
+        try:
+            if widget._text() != widget.__dict__.get("_sent_text"):
+                widget.refresh_display(in_this_cell=True)
+        except Exception:  # a refresh is a convenience: it must never fail the user's cell
+            continue

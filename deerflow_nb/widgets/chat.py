@@ -329,13 +329,18 @@ class ChatWidget(DeerFlowWidget):
             spawn(self._acancel(self.run))
 
     async def finished(self) -> str:
-        """Wait for the widget's current run; return the latest answer's text."""
+        """Wait for the widget's current run; return the latest answer's text.
+
+        The widget's saved output is re-sent from the awaiting cell first, so a notebook executed
+        headlessly (papermill, nbclient) saves the conversation as the run ended.
+        """
         task = self.task
         if task is not None:
             if isinstance(task, concurrent.futures.Future):
                 await asyncio.wrap_future(task)
             else:
                 await task
+            self.refresh_display(in_this_cell=True)
         return self.text
 
     def wait(self, timeout: float | None = None) -> str:

@@ -267,6 +267,27 @@ def test_the_saved_fallback_is_refreshed_when_a_run_ends(make_agent, comm_log, m
     assert "DeerFlow: The **answer** is 42." in final["text/plain"]
 
 
+def test_content_that_changed_between_cells_is_sent_again_when_the_next_cell_starts(make_agent, comm_log,
+                                                                                  monkeypatch):
+    from deerflow_nb.widgets._base import _refresh_changed
+
+    shown = FakeDisplay(monkeypatch).shown
+    chat = make_agent(["Forty-two."]).thread().ui()
+    chat._ipython_display_()
+    _refresh_changed()  # nothing changed since it was shown: nothing is sent
+    assert [k for k, _, _ in shown] == ["display"]
+    chat.send("what is it?")
+    chat.wait(30)
+    shown.clear()
+    _refresh_changed()  # the run's own refresh already sent the final content
+    assert shown == []
+    chat._transcript.add_error("Error: changed while the kernel was idle")  # content the last update lacks
+    _refresh_changed()
+    assert [k for k, _, _ in shown] == ["update"] and "changed while the kernel was idle" in shown[0][1]["text/plain"]
+    _refresh_changed()
+    assert len(shown) == 1
+
+
 def test_a_run_that_cannot_start_shows_its_error_in_the_saved_output_too(comm_log, monkeypatch):
     shown = FakeDisplay(monkeypatch).shown
     chat = ChatWidget(FakeThread([]))  # no run to hand out: starting one fails
