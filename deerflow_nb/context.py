@@ -14,7 +14,11 @@ if TYPE_CHECKING:
     from deerflow_nb.config.schema import AppConfig
     from deerflow_nb.sandbox.base import SandboxProvider
 
-__all__ = ["RunContext"]
+__all__ = ["PRODUCED_OUTPUTS_KEY", "RunContext"]
+
+#: ``RunContext.extra`` key of a blocking callable the run path leaves for the answer check: the files
+#: under ``/mnt/user-data/outputs`` the run has added or modified so far.
+PRODUCED_OUTPUTS_KEY = "deerflow.produced_outputs"
 
 
 @dataclass

@@ -14,6 +14,9 @@ uv pip install --quiet --compile-bytecode -e ".[embedded,demo]"
 
 OUT=${DEMO_OUTPUT:-$PWD/demo-output}
 mkdir -p "$OUT"
-export DEER_FLOW_HOME=${DEER_FLOW_HOME:-$OUT/home}
+if [ -z "${DEER_FLOW_HOME:-}" ]; then  # each demo starts from an empty home (its named thread is new)
+  rm -rf "$OUT/home"
+  export DEER_FLOW_HOME=$OUT/home
+fi
 echo "== running notebooks/01_quickstart.ipynb (DEER_FLOW_HOME=$DEER_FLOW_HOME)"
 .venv/bin/python scripts/run_notebook.py notebooks/01_quickstart.ipynb "$OUT/01_quickstart.executed.ipynb"

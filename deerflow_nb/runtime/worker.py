@@ -14,16 +14,18 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 
-from deerflow_nb.context import RunContext
+from deerflow_nb.context import PRODUCED_OUTPUTS_KEY, RunContext
+from deerflow_nb.errors import AnswerError
 from deerflow_nb.persistence.events import JournalEntry, RunEventStore
 from deerflow_nb.runtime.events import StreamEvent
 from deerflow_nb.runtime.journal import RunJournal
 from deerflow_nb.runtime.progress import MODEL_PROGRESS
 from deerflow_nb.runtime.serialize import thread_message_cache
 from deerflow_nb.runtime.streaming import StreamConverter
-from deerflow_nb.runtime.workspace import snapshot, workspace_changes
+from deerflow_nb.runtime.workspace import delivery_receipt, produced_outputs, snapshot, workspace_changes
+from deerflow_nb.tools.present_files import presented_paths
 
 __all__ = ["FINAL_STATE_KEY", "INTERRUPTED_FLAG", "STREAM_MODES", "agent_run", "capture_rollback_point",
            "error_payload", "execute_run", "mark_interrupted", "restore_rollback_point"]
@@ -195,10 +197,26 @@ async def agent_run(
     converter = StreamConverter(forms=thread_message_cache(context.thread_id))
     finish = _once(finish_blocking) if finish_blocking is not None else None
     succeeded: list[dict[str, Any] | None] = []  # the success path's workspace change, taken early
+    if before is not None and user_data is not None:  # the answer check asks what the run produced so far
+        start, folder = before, user_data
+        context.extra[PRODUCED_OUTPUTS_KEY] = lambda: produced_outputs(start, snapshot(folder))
+
+    def receipt_of(change: dict[str, Any] | None) -> dict[str, Any]:
+        produced = [c["path"] for c in (change or {}).get("changes", [])
+                    if c["area"] == "outputs" and c["status"] != "deleted"]
+        messages = list((converter.final_state or {}).get("messages") or [])
+        return {"run_id": context.run_id, "thread_id": context.thread_id,
+                **delivery_receipt(produced, presented_paths(_run_messages(messages, input_message)))}
 
     async def on_success() -> None:
         # overlaps the checkpoint flush: the snapshot hop and the database hop run side by side
-        succeeded.append(await _workspace_event(before, user_data, context, "success", finish))
+        change = await _workspace_event(before, user_data, context, "success", finish)
+        succeeded.append(change)
+        receipt = receipt_of(change)
+        if not receipt["satisfied"] and not converter.pending_input():
+            unshown = ", ".join(receipt["produced_paths"])
+            cause = f"the run wrote {unshown} under /mnt/user-data/outputs and presented none of it"
+            raise AnswerError(cause, run_id=context.run_id, stop_reason="undelivered_outputs", cause=cause)
 
     try:
         async for event in execute_run(graph, graph_input, context=context, config=config, converter=converter,
@@ -225,6 +243,8 @@ async def agent_run(
                     change = await _workspace_event(before, user_data, context, status, finish)
                 finish = None
                 journal.close_messages()
+                if user_data is not None and before is not None:
+                    journal.add("run.delivery", "delivery", {**receipt_of(change), "status": status})
                 if change is not None:
                     journal.add("workspace_changes", "workspace", change)
                     yield StreamEvent("custom", {"type": "workspace_changes", **_summary(change)})
@@ -248,6 +268,17 @@ async def agent_run(
             await journal.close()
         except Exception as exc:  # the journal must never turn a finished run into a failure
             logger.warning("could not write the journal of run %s: %s", context.run_id, exc)
+
+
+def _run_messages(messages: list[BaseMessage], input_message: BaseMessage | None) -> list[BaseMessage]:
+    """The messages this run added: those after its input message (else after the user's latest message)."""
+    if input_message is not None and input_message.id is not None:
+        for index, message in enumerate(messages):
+            if message.id == input_message.id:
+                return messages[index + 1:]
+    last = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)
+                and not m.additional_kwargs.get("deerflow_internal")), default=-1)
+    return messages[last + 1:]
 
 
 def _once(func: Callable[[str], None]) -> Callable[[str], None]:

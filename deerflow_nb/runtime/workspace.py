@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["AREAS", "FileState", "diff_snapshots", "snapshot", "workspace_changes"]
+__all__ = ["AREAS", "FileState", "delivery_receipt", "diff_snapshots", "produced_outputs", "snapshot",
+           "workspace_changes"]
 
 AREAS = ("workspace", "outputs")
 MAX_TEXT_BYTES = 256 * 1024  # larger files: metadata only (and not hashed: too slow per run)
@@ -132,3 +133,21 @@ def workspace_changes(before: dict[str, FileState], after: dict[str, FileState],
             "finished_at": finished_at if finished_at is not None else time.time(),
             "changes": diff_snapshots(before, after),
             "truncated": len(after) >= MAX_FILES or len(before) >= MAX_FILES}
+
+
+def produced_outputs(before: dict[str, FileState], after: dict[str, FileState]) -> list[str]:
+    """Files under ``outputs`` added or modified between two snapshots (what a run produced), sorted."""
+    return sorted(path for path, new in after.items() if path.split("/")[3:4] == ["outputs"]
+                  and (before.get(path) is None or before[path].digest != new.digest))
+
+
+def delivery_receipt(produced: list[str], presented: list[str]) -> dict[str, Any]:
+    """The ``run.delivery`` receipt: what a run produced under outputs, what it presented, and whether that is enough.
+
+    ``satisfied``: the run produced no output file, or presented at least one it produced (presenting an
+    unrelated older file does not count), as in the reference's delivery receipts.
+    """
+    shown = list(dict.fromkeys(presented))
+    matched = [path for path in produced if path in shown]
+    return {"produced_paths": list(produced), "presented_paths": shown, "matched_paths": matched,
+            "satisfied": not produced or bool(matched)}

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Sequence
 from typing import Annotated
 
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.types import Command
 from pydantic import Field
@@ -13,9 +14,26 @@ from pydantic import Field
 from deerflow_nb.tools.common import Reply, Runtime, error_reply, get_sandbox, make_tool, reply
 from deerflow_nb.tools.meta import ToolInputError, normalize_tool_result
 
-__all__ = ["OUTPUTS_DIR", "present_files_tool"]
+__all__ = ["OUTPUTS_DIR", "PRESENTED_KEY", "presented", "presented_paths", "present_files_tool"]
 
 OUTPUTS_DIR = "/mnt/user-data/outputs"
+#: ``additional_kwargs`` key of a tool message whose tool put these paths in the run's ``artifacts``.
+PRESENTED_KEY = "deerflow_presented"
+
+
+def presented(message: ToolMessage, paths: list[str]) -> Command:
+    """The tool's result: ``message`` (marked with the paths it presents) and the ``artifacts`` update."""
+    marked = message.model_copy(update={"additional_kwargs": {**message.additional_kwargs, PRESENTED_KEY: paths}})
+    return Command(update={"artifacts": paths, "messages": [marked]})
+
+
+def presented_paths(messages: Sequence[BaseMessage]) -> list[str]:
+    """The paths the tool messages among ``messages`` presented (put in the run's ``artifacts``), in order."""
+    paths: list[str] = []
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            paths += [p for p in message.additional_kwargs.get(PRESENTED_KEY) or [] if isinstance(p, str)]
+    return list(dict.fromkeys(paths))
 
 
 def _check_paths(filepaths: list[str]) -> list[str]:
@@ -60,7 +78,7 @@ def _present_files(
     message = normalize_tool_result(
         ToolMessage(content=text, tool_call_id=runtime.tool_call_id, name="present_files")
     )
-    return Command(update={"artifacts": paths, "messages": [message]})
+    return presented(message, paths)
 
 
 def present_files_tool() -> BaseTool:

@@ -27,7 +27,7 @@ from pydantic import Field
 
 from deerflow_nb.sandbox.base import Sandbox
 from deerflow_nb.tools.common import Reply, Runtime, error_reply, get_sandbox, make_tool, reply
-from deerflow_nb.tools.present_files import OUTPUTS_DIR
+from deerflow_nb.tools.present_files import OUTPUTS_DIR, presented
 
 __all__ = ["PROGRAM_KEY", "ProgramRun", "python_tool", "run_program", "trim_traceback", "uploads_written"]
 
@@ -273,7 +273,7 @@ def _python(
     message = reply(runtime, "python", result)
     if not (present_outputs and run.written and isinstance(message, ToolMessage)):
         return message
-    return Command(update={"artifacts": list(run.written), "messages": [message]})
+    return presented(message, list(run.written))
 
 
 def _python_presenting(

@@ -310,21 +310,21 @@ class Transcript:
                                              if item.get("interrupted") else ""))
             elif kind == "tool":
                 failed = f" (exit code {item['exit_code']})" if item.get("exit_code") is not None else ""
-                parts.append(f"> {'❌' if item['status'] == 'error' else '🔧'} `{item['name']}` — "
+                parts.append(f"> {'**failed** tool' if item['status'] == 'error' else 'tool'} `{item['name']}` — "
                              f"{item['status']}{failed}")
                 files = [p for p in self.artifacts if self.file_anchors.get(p) == item["id"]]
                 if files:
                     parts.append("**Files:** " + ", ".join(f"`{p}`" for p in files))
             elif kind == "subagent":
-                parts.append(f"> 🤖 subagent {item['description'] or item['id']} — {item['status']}")
+                parts.append(f"> subagent {item['description'] or item['id']} — {item['status']}")
             elif kind == "input_request":
                 state = f"answered: {item['answer_text']}" if item["answered"] else "waiting for your answer"
                 body = format_request_text(item["request"]).replace("\n", "\n> ")
-                parts.append(f"> ❓ {body}\n>\n> *({state})*")
+                parts.append(f"> **Question:** {body}\n>\n> *({state})*")
             elif kind == "error":
-                parts.append(f"> ⚠️ {item['text']}")
+                parts.append(f"> **{item['text']}**")
             elif kind == "stopped":
-                parts.append(f"> ⏹ {item['text']}")
+                parts.append(f"> *{item['text']}*")
         if self.todos:
             marks = {"completed": "x", "in_progress": "~"}
             parts.append("\n".join(f"- [{marks.get(t.get('status', ''), ' ')}] {t.get('content', '')}"

@@ -103,6 +103,8 @@ function render({ model, el }) {
   const memory = DF_VIEW_MEMORY.get(memoryKey) || { draft: "", open: new Set(), cards: new Map() };
   DF_VIEW_MEMORY.set(memoryKey, memory);
   const title = dfEl("span", { class: "dfw-title" });
+  // the thread's name and the line that reopens it after a kernel restart
+  const reopen = dfEl("code", { class: "dfw-reopen", title: "reopen this conversation (e.g. after a kernel restart)" });
   const status = dfEl("span", { class: "dfw-status" });
   const usage = dfEl("span", { class: "dfw-usage" });
   const notice = dfEl("div", { class: "dfw-notice", role: "status" });
@@ -116,7 +118,7 @@ function render({ model, el }) {
   const send = dfEl("button", { class: "dfw-btn dfw-primary dfw-send" }, "Send");
   const stop = dfEl("button", { class: "dfw-btn dfw-stop" }, "Stop");
   const browser = dfEl("div", { class: "dfw-browser" });
-  root.append(browser, dfEl("div", { class: "dfw-header" }, title, usage, status), notice, goalBanner, todos, list, files,
+  root.append(browser, dfEl("div", { class: "dfw-header" }, title, reopen, usage, status), notice, goalBanner, todos, list, files,
     dfEl("div", { class: "dfw-input" }, input, send, stop));
 
   let kernel = null; // null: not known yet, true: answering, false: gone
@@ -222,7 +224,7 @@ function render({ model, el }) {
           onSkip: () => model.send({ kind: "skip", tool_call_id: item.id }) });
       }
       case "error": return dfEl("div", { class: "dfw-msg dfw-error", role: "alert" }, "⚠ ", item.text);
-      case "stopped": return dfEl("div", { class: "dfw-msg dfw-stopped" }, "⏹ ", item.text);
+      case "stopped": return dfEl("div", { class: "dfw-msg dfw-stopped" }, "■ ", item.text);
       case "notice": return dfEl("div", { class: "dfw-msg dfw-stopped dfw-loaded" }, "✔ ", item.text);
       default: return dfEl("div", {}, JSON.stringify(item));
     }
@@ -276,6 +278,8 @@ function render({ model, el }) {
   const ticker = setInterval(tick, 1000);
   const drawHeader = () => {
     title.textContent = model.get("title") || "DeerFlow";
+    const id = model.get("thread_id") || "";
+    reopen.textContent = id ? `agent.thread(${JSON.stringify(id)})` : "";
     let s = model.get("status") || "idle";
     if (kernel === false && (s === "running" || s === "waiting")) s = "disconnected";
     const p = model.get("progress") || {};
@@ -386,7 +390,7 @@ function render({ model, el }) {
     const verdict = g.met ? "✔ goal met"
       : g.stand_down_reason ? `stopped: ${String(g.stand_down_reason).replace(/_/g, " ")}`
         : g.decision === "continue" ? "not met yet, continuing" : g.blocker ? String(g.blocker).replace(/_/g, " ") : "";
-    goalBanner.append(dfEl("span", { class: "dfw-goal-label" }, "🎯 Goal: "),
+    goalBanner.append(dfEl("span", { class: "dfw-goal-label" }, "Goal: "),
       dfEl("span", { class: "dfw-goal-objective" }, g.objective),
       dfEl("span", { class: "dfw-goal-progress", title: "hidden continuations used this run" },
         ` · continuations ${used} / ${max}`),
@@ -407,6 +411,7 @@ function render({ model, el }) {
 
   model.on("change:items", drawFiles);
   model.on("change:title", drawHeader);
+  model.on("change:thread_id", drawHeader);
   model.on("change:usage", drawHeader);
   model.on("change:progress", drawHeader);
   model.on("change:status", () => { drawHeader(); drawItems(); drawBrowser(); });

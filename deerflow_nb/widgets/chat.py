@@ -124,7 +124,8 @@ class ChatWidget(DeerFlowWidget):
         return self._transcript.to_text() or self._summary()
 
     def _markdown(self) -> str:
-        return self._transcript.to_markdown() or "*(empty conversation)*"
+        reopen = f'*Thread `{self.thread_id}`: reopen it with `agent.thread("{self.thread_id}")`.*'
+        return (self._transcript.to_markdown() or "*(empty conversation)*") + "\n\n" + reopen
 
     @property
     def text(self) -> str:
@@ -378,8 +379,11 @@ class ChatWidget(DeerFlowWidget):
         return list(self.threads)
 
     def _set_threads(self, rows: list[dict[str, Any]]) -> None:
+        # a thread nobody wrote in (no title, never updated since it was made) is not worth a row; the open one stays
+        shown = [r for r in rows if r.get("title") or r.get("updated_at") != r.get("created_at")
+                 or r["thread_id"] == self.thread_id]
         self.threads = [{"thread_id": r["thread_id"], "title": r.get("title") or "", "status": r.get("status"),
-                         "updated_at": _when(r.get("updated_at"))} for r in rows]
+                         "updated_at": _when(r.get("updated_at"))} for r in shown]
 
     def open_thread(self, thread_id: str | None = None) -> None:
         """Show another thread of this user (``None``: a new one), reattaching to its running run."""

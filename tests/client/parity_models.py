@@ -12,9 +12,12 @@ from tests.server.models import FORM
 def _decide(messages: list[Any]) -> Any:
     last = messages[-1]
     if getattr(last, "type", "") == "tool":
-        if last.name == "bash":
-            return "Copied the files."
-        return "Wrote the file." if last.name == "write_file" else "Waiting for your answer."
+        if last.name in ("bash", "write_file"):  # present what was written, as a run that delivers must
+            return _present(messages, last.name)
+        if last.name == "present_files":
+            return "Copied the files." if any(getattr(m, "name", "") == "bash" for m in messages) else \
+                "Wrote the file."
+        return "Waiting for your answer."
     if last.additional_kwargs.get("human_input_response"):
         return f"Report built from {last.content.split(': ', 1)[-1]}."
     text = str(last.content)
@@ -30,6 +33,17 @@ def _decide(messages: list[Any]) -> Any:
     if "slow please" in text:
         return "tick " * 400
     return f"Answer to {text.split()[-1]}."
+
+
+def _present(messages: list[Any], tool: str) -> dict[str, Any]:
+    if tool == "write_file":
+        calls = [c for m in messages if getattr(m, "type", "") == "ai" for c in m.tool_calls]
+        paths = [calls[-1]["args"]["path"]]
+    else:  # the copied uploads, named in the attached-data note
+        note = next(str(m.content) for m in messages if getattr(m, "type", "") == "human")
+        names = dict.fromkeys(re.findall(r"/mnt/user-data/uploads/([\w.\-]+\.\w+)", note))
+        paths = [f"/mnt/user-data/outputs/{name}" for name in names]
+    return {"content": "", "tool_calls": [{"name": "present_files", "args": {"filepaths": paths}}]}
 
 
 class ParityModel(ScriptedChatModel):

@@ -57,7 +57,7 @@ def test_objects_round_trip_through_the_sandbox(agent):  # noqa: F811
 
     outputs = {o["path"]: o for o in thread.outputs()}
     assert set(outputs) == {f"/mnt/user-data/outputs/{name}" for name in uploaded}
-    assert all(o["size"] and not o["presented"] for o in outputs.values())
+    assert all(o["size"] and o["presented"] for o in outputs.values())  # a run that writes outputs presents them
 
     pd.testing.assert_frame_equal(thread.load("sales.parquet"), objects["sales"])
     pd.testing.assert_frame_equal(thread.load("/mnt/user-data/outputs/regions.parquet"),

@@ -35,6 +35,24 @@ def test_same_class_and_threads(agent):
     assert thread.id not in {t["thread_id"] for t in agent.threads()}
 
 
+def test_a_named_thread_reopens_after_a_kernel_restart(agent):
+    import subprocess
+    import sys
+
+    thread = agent.thread("sales-review")
+    assert thread.chat("hello seven") == "Answer to seven."
+    if agent.url:  # a new kernel connects to the same server
+        token = agent.backend._headers["Authorization"].split()[-1]
+        make = f"df.DeerFlow.connect(url={agent.url!r}, token={token!r})"
+    else:  # a new kernel opens the same home
+        make = f"df.DeerFlow({str(agent.backend.runtime.config_path)!r}, home={str(agent.home)!r})"
+    code = (f"import deerflow_nb as df\nagent = {make}\nthread = agent.thread('sales-review')\n"
+            "print([m.content for m in thread.messages])\nprint(thread.chat('hello eight'))\nagent.close()\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True).stdout
+    assert out.splitlines() == ["['hello seven', 'Answer to seven.']", "Answer to eight."]
+    assert [m.content for m in agent.thread("sales-review").messages][-2:] == ["hello eight", "Answer to eight."]
+
+
 def test_runs_start_stream_wait_replay(agent):
     thread = agent.thread()
     events = list(thread.stream("stream two"))

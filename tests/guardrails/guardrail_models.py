@@ -14,15 +14,30 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from deerflow_nb.testing import ScriptedChatModel
 
 
+def _batch(messages: list[Any], end: int) -> list[ToolMessage]:
+    """The tool results just before ``messages[end]`` (exclusive)."""
+    batch: list[ToolMessage] = []
+    for message in reversed(messages[:end]):
+        if not isinstance(message, ToolMessage):
+            break
+        batch.insert(0, message)
+    return batch
+
+
 def _decide(messages: list[Any]) -> Any:
     last = messages[-1]
     if isinstance(last, ToolMessage):
-        results = []
-        for message in reversed(messages):
-            if not isinstance(message, ToolMessage):
-                break
-            results.insert(0, str(message.content))
-        return "Tool said: " + " | ".join(results)
+        batch = _batch(messages, len(messages))
+        if [m.name for m in batch] == ["present_files"]:  # answer with what the tools before it said
+            batch = _batch(messages, len(messages) - 2)
+        else:  # a run that wrote output files presents them
+            args = {c["id"]: c["args"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls}
+            written = [args[m.tool_call_id]["path"] for m in batch if m.name == "write_file" and m.status != "error"
+                       and str(args.get(m.tool_call_id, {}).get("path", "")).startswith("/mnt/user-data/outputs/")]
+            if written:
+                return AIMessage(content="", tool_calls=[{"name": "present_files", "args": {"filepaths": written},
+                                                          "id": f"present-{len(messages)}"}])
+        return "Tool said: " + " | ".join(str(m.content) for m in batch)
     text = last.text if isinstance(last, HumanMessage) else ""
     if '{"calls"' in text:
         calls = json.JSONDecoder().raw_decode(text[text.index('{"calls"'):])[0]["calls"]

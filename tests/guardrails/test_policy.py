@@ -86,7 +86,9 @@ def test_custom_provider_from_use_sees_every_call(make):
     with pytest.raises(NotFoundError):
         thread.artifact(f"{OUT}/locked/a.txt")
     seen = {r.tool_call_id: r for r in NoPrefix.seen}
-    assert set(seen) == {"call-0-write_file", "call-1-write_file"}
+    # both writes, then the presentation of the one written (every call is seen)
+    assert set(seen) == {"call-0-write_file", "call-1-write_file", "present-5"}
+    assert seen["present-5"].tool_name == "present_files"
     assert seen["call-0-write_file"].thread_id == thread.id and seen["call-0-write_file"].run_id
     assert not seen["call-0-write_file"].is_subagent and seen["call-0-write_file"].interactive
 
@@ -111,7 +113,7 @@ def test_provider_errors_fail_closed_or_open(make):
     assert "Guardrail" not in opened.chat(calls(write(f"{OUT}/b.txt")))
     assert opened.artifact(f"{OUT}/b.txt")[0] == b"hello"
     assert [e["payload"]["action"] for e in opened.run_events(event_type="guardrail")] == \
-        ["allow_after_provider_error"]
+        ["allow_after_provider_error"] * 2  # the write and its presentation
 
 
 def test_the_approval_tool_is_never_bound_and_cannot_be_called(make):

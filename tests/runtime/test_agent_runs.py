@@ -6,11 +6,11 @@ from langchain_core.messages import HumanMessage
 from deerflow_nb.errors import ThreadBusyError
 from deerflow_nb.testing import ScriptedChatModel
 
-WRITE = [
-    {"content": "", "tool_calls": [{"name": "write_file", "args": {
-        "description": "write", "path": "/mnt/user-data/outputs/hello.txt", "content": "hello world\n"}}]},
-    "Wrote hello.txt.",
-]
+WRITE_ONLY = {"content": "", "tool_calls": [{"name": "write_file", "args": {
+    "description": "write", "path": "/mnt/user-data/outputs/hello.txt", "content": "hello world\n"}}]}
+PRESENT = {"content": "", "tool_calls": [{"name": "present_files", "args": {
+    "filepaths": ["/mnt/user-data/outputs/hello.txt"]}}]}
+WRITE = [WRITE_ONLY, PRESENT, "Wrote hello.txt."]
 FORM = {"content": "", "tool_calls": [{"name": "ask_clarification", "args": {
     "question": "Which dataset?", "clarification_type": "missing_info", "options": ["a.csv", "b.csv"]}}]}
 
@@ -31,13 +31,52 @@ def test_journal_records_messages_tools_and_workspace_changes(make_agent):
     types = [e["event_type"] for e in run_events(agent, thread, run.run_id)]
     assert types[0] == "human_message"
     assert types.index("tool_call") < types.index("tool_result") < types.index("ai_message")
-    assert types[-2:] == ["workspace_changes", "run_end"]
+    assert types[-3:] == ["run.delivery", "workspace_changes", "run_end"]
+    (receipt,) = [e["payload"] for e in run_events(agent, thread, run.run_id, event_type="run.delivery")]
+    assert receipt == {"run_id": run.run_id, "thread_id": thread.id, "status": "success", "satisfied": True,
+                       "produced_paths": ["/mnt/user-data/outputs/hello.txt"],
+                       "presented_paths": ["/mnt/user-data/outputs/hello.txt"],
+                       "matched_paths": ["/mnt/user-data/outputs/hello.txt"]}
     changes = agent.runtime.loop.run(agent.runtime.gateway.workspace_changes("default", thread.id))
     (change,) = changes["changes"]
     assert change["path"] == "/mnt/user-data/outputs/hello.txt" and change["status"] == "added"
     assert "+hello world" in change["diff"] and changes["run_id"] == run.run_id
     ai = [e for e in run_events(agent, thread, run.run_id) if e["event_type"] == "ai_message"]
     assert ai[-1]["payload"]["content"] == "Wrote hello.txt."
+
+
+def test_a_file_written_and_not_presented_gets_one_repair_turn(make_agent):
+    # the model forgot to present; the answer check tells it, and it presents the file
+    agent = make_agent([WRITE_ONLY, "Wrote hello.txt.", PRESENT, "Wrote and presented hello.txt."])
+    thread = agent.thread()
+    assert thread.chat("Write hello.txt") == "Wrote and presented hello.txt."
+    assert thread.state["artifacts"] == ["/mnt/user-data/outputs/hello.txt"]
+    (receipt,) = [e["payload"] for e in run_events(agent, thread, event_type="run.delivery")]
+    assert receipt["satisfied"] and receipt["matched_paths"] == ["/mnt/user-data/outputs/hello.txt"]
+
+
+def test_a_file_never_presented_ends_the_run_as_undelivered(make_agent):
+    from deerflow_nb.errors import AnswerError
+
+    agent = make_agent([WRITE_ONLY, "Wrote hello.txt.", "Done, it is in outputs."])
+    thread = agent.thread()
+    run = thread.start("Write hello.txt")
+    with pytest.raises(AnswerError) as caught:
+        run.wait()
+    assert caught.value.stop_reason == "undelivered_outputs" and "/mnt/user-data/outputs/hello.txt" in str(caught.value)
+    (receipt,) = [e["payload"] for e in run_events(agent, thread, run.run_id, event_type="run.delivery")]
+    assert receipt["status"] == "error" and receipt["satisfied"] is False
+    assert receipt["produced_paths"] == ["/mnt/user-data/outputs/hello.txt"] and receipt["presented_paths"] == []
+    # nothing was stored as the answer
+    assert not any(getattr(m, "content", None) == "Done, it is in outputs." for m in thread.messages)
+
+
+def test_runs_that_write_no_output_keep_an_ordinary_receipt(make_agent):
+    agent = make_agent(["Just words."])
+    thread = agent.thread()
+    assert thread.chat("Hello") == "Just words."
+    (receipt,) = [e["payload"] for e in run_events(agent, thread, event_type="run.delivery")]
+    assert receipt["satisfied"] and receipt["produced_paths"] == [] and receipt["status"] == "success"
 
 
 def test_human_input_request_and_answer_are_journaled(make_agent):

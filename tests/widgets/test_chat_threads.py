@@ -103,3 +103,16 @@ def test_thread_list_needs_a_client(make_agent, comm_log):
     assert not chat.browser
     with pytest.raises(UsageError, match="agent.ui"):
         chat.refresh_threads()
+
+
+def test_threads_nobody_wrote_in_are_not_listed(agent, comm_log):
+    empty = agent.thread("never-used")  # created, never written in
+    used = agent.thread()
+    used.chat("hello one")  # titles are off in this fixture: written in, but untitled
+    chat = agent.ui()
+    listed = {t["thread_id"] for t in chat.threads}
+    assert used.id in listed and chat.thread_id in listed  # the open (still empty) thread stays
+    assert empty.id not in listed and empty.id in {t["thread_id"] for t in agent.threads()}
+    empty.rename("Kept on purpose")  # a title is a reason to list it
+    chat.refresh_threads()
+    assert empty.id in {t["thread_id"] for t in chat.threads}

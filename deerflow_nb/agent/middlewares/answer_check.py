@@ -11,6 +11,7 @@ does a run paused for human input (``ask_clarification`` is a tool call).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
@@ -20,7 +21,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from deerflow_nb.agent.answer_checks import AnswerProblem, check_answer
 from deerflow_nb.agent.middlewares._base import context_of, last_ai
 from deerflow_nb.agent.middlewares.input_sanitization import RESERVED_TAGS
+from deerflow_nb.context import PRODUCED_OUTPUTS_KEY
 from deerflow_nb.errors import AnswerError
+from deerflow_nb.tools.present_files import presented_paths
 
 __all__ = ["PROGRAM_ANSWER", "AnswerCheckMiddleware", "answer_sources"]
 
@@ -62,8 +65,20 @@ class AnswerCheckMiddleware(AgentMiddleware):
         super().__init__()
         self.grounding = grounding
 
-    def _problem(self, request: ModelRequest, message: AIMessage | None) -> AnswerProblem | None:
-        if message is None or message.tool_calls or message.additional_kwargs.get("deerflow_answer") == PROGRAM_ANSWER:
+    @staticmethod
+    def _is_answer(message: AIMessage | None) -> bool:
+        return message is not None and not message.tool_calls and \
+            message.additional_kwargs.get("deerflow_answer") != PROGRAM_ANSWER
+
+    @staticmethod
+    def _produced(request: ModelRequest) -> list[str]:
+        """What the run has written under outputs so far (blocking: it reads the files)."""
+        produce = context_of(request).extra.get(PRODUCED_OUTPUTS_KEY)
+        return list(produce()) if callable(produce) else []
+
+    def _problem(self, request: ModelRequest, message: AIMessage | None,
+                 produced: Sequence[str] = ()) -> AnswerProblem | None:
+        if message is None or not self._is_answer(message):
             return None
         names = [str(getattr(t, "name", "")) for t in request.tools]
         system = request.system_message.text if isinstance(request.system_message, SystemMessage) else ""
@@ -77,8 +92,9 @@ class AnswerCheckMiddleware(AgentMiddleware):
         quoted = [m.text for m in request.messages if isinstance(m, ToolMessage) or (
             isinstance(m, HumanMessage) and not m.additional_kwargs.get("deerflow_internal"))]
         quoted += [text for text in internal if _is_context(text)]
-        return check_answer(message.text, tool_names=names, instructions=[system, *hints] if system else hints,
-                            sources=sources, quoted=quoted)
+        problem = check_answer(message.text, tool_names=names, instructions=[system, *hints] if system else hints,
+                               sources=sources, quoted=quoted)
+        return problem or _undelivered(request.messages, produced)
 
     def _retry_request(self, request: ModelRequest, problem: AnswerProblem) -> ModelRequest:
         return request.override(messages=[*request.messages, _hint(problem.repair)])
@@ -92,11 +108,13 @@ class AnswerCheckMiddleware(AgentMiddleware):
     ) -> ModelCallResult:
         """Call the model; repair a failing answer once, else raise :class:`AnswerError`."""
         response = handler(request)
-        problem = self._problem(request, last_ai(response))
+        message = last_ai(response)
+        problem = self._problem(request, message, self._produced(request) if self._is_answer(message) else ())
         if problem is None:
             return response
         retry = handler(self._retry_request(request, problem))
-        second = self._problem(request, last_ai(retry))
+        message = last_ai(retry)
+        second = self._problem(request, message, self._produced(request) if self._is_answer(message) else ())
         if second is not None:
             raise self._fail(request, second)
         return retry
@@ -106,11 +124,29 @@ class AnswerCheckMiddleware(AgentMiddleware):
     ) -> ModelCallResult:
         """Async twin of :meth:`wrap_model_call`."""
         response = await handler(request)
-        problem = self._problem(request, last_ai(response))
+        problem = self._problem(request, last_ai(response), await self._aproduced(request, last_ai(response)))
         if problem is None:
             return response
         retry = await handler(self._retry_request(request, problem))
-        second = self._problem(request, last_ai(retry))
+        second = self._problem(request, last_ai(retry), await self._aproduced(request, last_ai(retry)))
         if second is not None:
             raise self._fail(request, second)
         return retry
+
+    async def _aproduced(self, request: ModelRequest, message: AIMessage | None) -> list[str]:
+        return await asyncio.to_thread(self._produced, request) if self._is_answer(message) else []
+
+
+def _undelivered(messages: Sequence[BaseMessage], produced: Sequence[str]) -> AnswerProblem | None:
+    """``undelivered_outputs`` when the run wrote output files and this turn's tools presented none of them."""
+    if not produced:
+        return None
+    last_human = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)
+                      and not m.additional_kwargs.get("deerflow_internal")), default=-1)
+    shown = set(presented_paths(messages[last_human + 1:]))
+    if shown & set(produced):
+        return None
+    paths = ", ".join(produced)
+    return AnswerProblem("undelivered_outputs", f"the run wrote {paths} and did not present it",
+                         f"You wrote {paths} under /mnt/user-data/outputs but did not show it to the user. Call "
+                         f"present_files with the finished file(s) the user should see, then answer.")
