@@ -14,11 +14,14 @@ if TYPE_CHECKING:
     from deerflow_nb.config.schema import AppConfig
     from deerflow_nb.sandbox.base import SandboxProvider
 
-__all__ = ["PRODUCED_OUTPUTS_KEY", "RunContext"]
+__all__ = ["PRODUCED_OUTPUTS_KEY", "RunContext", "SAMPLING_SEED_KEY"]
 
 #: ``RunContext.extra`` key of a blocking callable the run path leaves for the answer check: the files
 #: under ``/mnt/user-data/outputs`` the run has added or modified so far.
 PRODUCED_OUTPUTS_KEY = "deerflow.produced_outputs"
+#: ``RunContext.extra`` key of a regenerate run's sampling seed: a model that decodes greedily (the embedded
+#: small profile) samples its first reply with it, so Regenerate can give a different answer.
+SAMPLING_SEED_KEY = "deerflow.sampling_seed"
 
 
 @dataclass

@@ -50,6 +50,8 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^SyntaxError: (?:unmatched|'\(' was never closed|invalid syntax|unexpected EOF)", re.MULTILINE),
      "The program is not valid Python. Write one computation per line with named intermediate variables, "
      "so that every parenthesis is closed on its own line. "),
+    (re.compile(r"Cannot subset columns with a tuple"),
+     "Select several columns with a list inside the brackets: df.groupby('g')[['a', 'b']].sum(). "),
     (re.compile(r"Can only use \.dt accessor with datetimelike values"),
      "The column holds text, not dates: convert it first with pd.to_datetime(df['column']). "),
     (re.compile(r"unsupported operand type\(s\) for [-+*/]: 'str' and|could not convert string to float"),

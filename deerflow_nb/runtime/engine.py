@@ -29,7 +29,7 @@ from deerflow_nb.agent import AgentOptions, make_lead_agent
 from deerflow_nb.agent.checkpoint_mode import ensure_thread_compatible, freeze_checkpoint_mode, materialized_values
 from deerflow_nb.agent.plugins import AgentPlugin
 from deerflow_nb.config import AppConfig, Paths, get_app_config, load_config, resolve_home, validate_id
-from deerflow_nb.context import RunContext
+from deerflow_nb.context import SAMPLING_SEED_KEY, RunContext
 from deerflow_nb.errors import NotFoundError, ThreadBusyError, UsageError
 from deerflow_nb.persistence import Store, open_store, resolve_database
 from deerflow_nb.runtime.conversation import replay_metadata
@@ -562,6 +562,8 @@ class Runtime:
             context.extra["max_concurrent_subagents"] = options.max_concurrent_subagents
         if stream_subgraphs:  # read by the subagent executor: its frames join the run's stream
             context.extra[STREAM_SUBGRAPHS_KEY] = True
+        if (replay_metadata(metadata) or {}).get("replay_kind") == "regenerate":  # a different answer, please
+            context.extra[SAMPLING_SEED_KEY] = uuid.UUID(run_id).int % 2**31
         trace = RunTrace(thread_id=thread_id, user_id=user_id, run_id=run_id, assistant_id=assistant_id,
                          model_name=model_name, providers=providers)
         context.extra[TRACE_ID_KEY] = trace.trace_id

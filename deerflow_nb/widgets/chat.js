@@ -275,7 +275,10 @@ function render({ model, el }) {
       if (started) span.textContent = dfElapsed((Date.now() - started) / 1000);
     }
   };
-  const ticker = setInterval(tick, 1000);
+  // the header's seconds keep counting between progress events (text streams without them)
+  let progressAt = Date.now();
+  model.on("change:progress", () => { progressAt = Date.now(); });
+  const ticker = setInterval(() => { tick(); if (model.get("status") === "running") drawHeader(); }, 1000);
   const drawHeader = () => {
     title.textContent = model.get("title") || "DeerFlow";
     const id = model.get("thread_id") || "";
@@ -285,7 +288,7 @@ function render({ model, el }) {
     const p = model.get("progress") || {};
     // while running, say what the run is doing: phase, seconds, tokens so far
     status.textContent = s === "running" && p.label
-      ? `running · ${p.label}${p.tool ? ` (${p.tool})` : ""} · ${Math.round(p.elapsed || 0)} s` +
+      ? `running · ${p.label}${p.tool ? ` (${p.tool})` : ""} · ${Math.round((p.elapsed || 0) + (Date.now() - progressAt) / 1000)} s` +
         (p.tokens ? ` · ${p.tokens} tokens` : "")
       : s;
     status.className = `dfw-status dfw-status-${s}`;

@@ -100,7 +100,7 @@ def test_interrupted_first_run_gets_a_fallback_title(agent):
     assert run.cancel() == "cancelled"
     with pytest.raises(df.RunError):
         run.wait()
-    assert thread.title == "slow please, summarise the quarterly sales"
+    assert thread.title == "slow please, summarise the quarterly sales…"  # the message goes on
     assert {t["thread_id"]: t["title"] for t in agent.threads()}[thread.id] == thread.title
 
 

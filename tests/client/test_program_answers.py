@@ -191,3 +191,39 @@ def test_a_plain_reply_without_numbers_passes(agent):
 
 def test_answer_error_is_public():
     assert df.AnswerError is AnswerError and issubclass(AnswerError, df.RunError)
+
+
+def test_regenerate_samples_the_first_program_with_a_new_seed(make_agent, sales):
+    # a model that decodes greedily (the embedded one) would write the same program, and the same answer, again
+    from typing import Any
+
+    from deerflow_nb.testing import ScriptedChatModel
+
+    seen: list[dict[str, Any]] = []
+    program = {"content": "", "tool_calls": [{"name": "python", "args": {"code": "print('rows:', 3)"}}]}
+
+    class Greedy(ScriptedChatModel):
+        supports_code_prefix: bool = True
+        deerflow_profile: str = "small"
+
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+            seen.append({k: kwargs.get(k) for k in ("temperature", "seed")})
+            return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+        async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
+            seen.append({k: kwargs.get(k) for k in ("temperature", "seed")})
+            return await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+        async def _astream(self, messages, stop=None, run_manager=None, **kwargs):
+            seen.append({k: kwargs.get(k) for k in ("temperature", "seed")})
+            async for chunk in super()._astream(messages, stop=stop, run_manager=run_manager, **kwargs):
+                yield chunk
+
+    agent = make_agent(model=Greedy(responses=[program] * 6))
+    thread = _thread(agent, sales)
+    assert thread.chat(f"How many rows are in {UP}/sales.csv?") == "rows: 3"
+    first = seen[0]
+    assert first == {"temperature": None, "seed": None}  # greedy
+    seen.clear()
+    assert thread.regenerate() == "rows: 3"
+    assert seen[0]["temperature"] == 0.7 and isinstance(seen[0]["seed"], int)

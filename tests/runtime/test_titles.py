@@ -56,3 +56,16 @@ def test_an_orphaned_first_run_gets_a_local_title(make_agent):
     assert "orphan-run" in again.runtime.recovered_runs
     assert reopened.title == "Forecast next quarter churn by region"
     assert {t["thread_id"]: t["title"] for t in again.threads()}[thread.id] == reopened.title
+
+
+@pytest.mark.parametrize(("text", "title"), [
+    ("Show the number of bills per day and the mean tip", "Show the number of bills per…"),
+    ("Forecast churn", "Forecast churn"),
+    ("What is the total?", "What is the total"),
+    ("a " + "verylongword" * 8, "a…"),
+    ("x" * 80, "x" * 59 + "…"),
+])
+def test_a_local_title_ends_at_a_word_and_says_when_it_is_cut(text, title):
+    from deerflow_nb.agent.middlewares.title import fallback_title
+
+    assert fallback_title(text) == title

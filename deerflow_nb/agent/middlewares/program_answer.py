@@ -38,6 +38,7 @@ from deerflow_nb.agent.middlewares._base import context_of, last_ai
 from deerflow_nb.agent.middlewares.answer_check import PROGRAM_ANSWER
 from deerflow_nb.agent.program_fixes import add_missing_imports
 from deerflow_nb.agent.program_misreads import error_hint, fix_ttest_variance, misread_hint
+from deerflow_nb.context import SAMPLING_SEED_KEY
 from deerflow_nb.errors import AnswerError
 from deerflow_nb.tools.data_preview import DataPreview, data_files, preview_files, render_preview
 from deerflow_nb.tools.present_files import OUTPUTS_DIR
@@ -324,6 +325,9 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             elif tries:  # greedy decoding writes the failed program again, word for word: sample the repair
                 settings["temperature"] = REPAIR_TEMPERATURES[min(tries, len(REPAIR_TEMPERATURES)) - 1]
                 settings["seed"] = tries
+            elif isinstance(seed := context_of(request).extra.get(SAMPLING_SEED_KEY), int):  # Regenerate
+                settings["temperature"] = CHECK_TEMPERATURE
+                settings["seed"] = seed
         return request.override(messages=messages, model_settings=settings,
                                 tool_choice={"type": "function", "function": {"name": CODE_TOOL}})
 

@@ -31,8 +31,13 @@ def fallback_title(text: str, max_words: int = 6, max_chars: int = 60) -> str:
     text = re.sub(r"<[^>]+>.*?</[^>]+>", " ", text, flags=re.S)  # drop injected context blocks
     words = re.sub(r"\s+", " ", text).strip().split(" ")
     title = " ".join(words[:max_words]).strip(" .,:;!?")
-    if len(title) > max_chars:
-        title = title[: max_chars - 1].rstrip() + "…"
+    cut = len(words) > max_words
+    if len(title) > max_chars:  # at a word boundary (a single long word is cut inside)
+        head = title[: max_chars - 1]
+        title = head.rsplit(" ", 1)[0] if " " in head else head
+        cut = True
+    if cut:  # the title is the message's beginning: say so
+        title = title.rstrip(" .,:;!?-") + "…"
     return title or "New conversation"
 
 
