@@ -39,6 +39,7 @@ ANALYSIS_PACKAGES=(
   scikit-learn==1.9.1
   matplotlib==3.11.2
   openpyxl==3.1.5
+  tabulate==0.10.0
   pyarrow==26.0.1
 )
 
@@ -88,7 +89,7 @@ install_analysis_stack() {
   chroot "$root" /usr/bin/python3 -m compileall -q "$site" >"$work/compileall.log" 2>&1 \
     || { tail -n 5 "$work/compileall.log"; log "warning: some modules were not byte-compiled"; }
   env -i PATH=/usr/bin:/bin HOME=/tmp MPLCONFIGDIR=/tmp/mpl PYTHONDONTWRITEBYTECODE=1 \
-    "$(command -v chroot)" "$root" /usr/bin/python3 -c 'import numpy, pandas, scipy, sklearn, matplotlib, openpyxl, pyarrow' \
+    "$(command -v chroot)" "$root" /usr/bin/python3 -c 'import numpy, pandas, scipy, sklearn, matplotlib, openpyxl, pyarrow, tabulate' \
     || { log "the analysis stack does not import in the image's Python"; return 1; }
   rm -rf "$root/tmp/mpl"
 }

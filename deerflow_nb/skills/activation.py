@@ -46,6 +46,14 @@ __all__ = [
 
 #: Discovery tools a skill's ``allowed-tools`` never removes; what they find must still be allowed.
 DISCOVERY_TOOLS = frozenset({DESCRIBE_SKILL_TOOL, TOOL_SEARCH_NAME})
+#: Tools that run a program in the sandbox just as ``bash`` does: a skill that allows ``bash`` allows them
+#: too (the small profile's only tool is ``python``).
+_LIKE_BASH = frozenset({"python"})
+
+
+def _allowed(tools: tuple[str, ...]) -> frozenset[str]:
+    """The tools a skill's ``allowed-tools`` let the model use (discovery tools always; ``python`` with ``bash``)."""
+    return frozenset({*tools, *DISCOVERY_TOOLS, *(_LIKE_BASH if "bash" in tools else ())})
 
 logger = logging.getLogger(__name__)
 
@@ -178,7 +186,7 @@ class SkillActivationMiddleware(ToolCallGate, ModelCallMiddleware):
             messages.append(message)
         overrides: dict[str, Any] = {"messages": messages}
         if skill.allowed_tools is not None:
-            allowed = {*skill.allowed_tools, *DISCOVERY_TOOLS}
+            allowed = _allowed(skill.allowed_tools)
             overrides["tools"] = [t for t in request.tools if _tool_name(t) in allowed]
         return request.override(**overrides)
 
@@ -198,7 +206,7 @@ class SkillActivationMiddleware(ToolCallGate, ModelCallMiddleware):
         if not isinstance(state, SkillRunState) or state.active is None or state.active.allowed_tools is None:
             return None
         name = request.tool_call["name"]
-        if name in state.active.allowed_tools or name in DISCOVERY_TOOLS:
+        if name in _allowed(state.active.allowed_tools):
             return None
         return tool_error(request, f"Error: the tool {name!r} is not allowed while the skill "
                                    f"{state.active.name!r} is active; allowed tools: "

@@ -12,8 +12,11 @@ from tests.server.models import FORM
 def _decide(messages: list[Any]) -> Any:
     last = messages[-1]
     if getattr(last, "type", "") == "tool":
-        if last.name in ("bash", "write_file"):  # present what was written, as a run that delivers must
+        forgetful = any("never show it" in str(m.content) for m in messages if getattr(m, "type", "") == "human")
+        if last.name in ("bash", "write_file") and not forgetful:  # present what was written, as a run must
             return _present(messages, last.name)
+        if forgetful:
+            return "Wrote the file."
         if last.name == "present_files":
             return "Copied the files." if any(getattr(m, "name", "") == "bash" for m in messages) else \
                 "Wrote the file."
@@ -24,7 +27,7 @@ def _decide(messages: list[Any]) -> Any:
     if "report" in text.lower():
         return FORM
     if re.search(r"\bwrite \S+\.txt", text):
-        name = text.split()[-1]
+        name = re.search(r"\bwrite (\S+\.txt)", text).group(1)
         return {"content": "", "tool_calls": [{"name": "write_file", "args": {
             "description": "write", "path": f"/mnt/user-data/outputs/{name}", "content": f"hello {name}\n"}}]}
     if text.endswith("copy all uploads"):

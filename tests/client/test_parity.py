@@ -53,6 +53,18 @@ def test_a_named_thread_reopens_after_a_kernel_restart(agent):
     assert [m.content for m in agent.thread("sales-review").messages][-2:] == ["hello eight", "Answer to eight."]
 
 
+def test_files_written_and_never_presented_end_the_run_as_undelivered(agent):
+    thread = agent.thread()
+    run = thread.start("write hidden.txt and never show it")
+    with pytest.raises(df.AnswerError) as caught:
+        run.wait()
+    assert (caught.value.status, caught.value.stop_reason) == ("error", "undelivered_outputs")
+    assert "/mnt/user-data/outputs/hidden.txt" in caught.value.cause and run.status == "error"
+    [receipt] = [e["payload"] for e in thread.run_events(run.run_id, event_type="run.delivery")]
+    assert receipt["satisfied"] is False and receipt["produced_paths"] == ["/mnt/user-data/outputs/hidden.txt"]
+    assert thread.messages[-1].type != "ai" or thread.messages[-1].tool_calls  # no answer was stored
+
+
 def test_runs_start_stream_wait_replay(agent):
     thread = agent.thread()
     events = list(thread.stream("stream two"))

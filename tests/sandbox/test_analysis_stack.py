@@ -20,7 +20,7 @@ from deerflow_nb.sandbox.base import Sandbox, SandboxProvider
 
 WS = "/mnt/user-data/workspace"
 OUT = "/mnt/user-data/outputs"
-MODULES = ("pandas", "numpy", "scipy", "sklearn", "matplotlib", "openpyxl", "pyarrow")
+MODULES = ("pandas", "numpy", "scipy", "sklearn", "matplotlib", "openpyxl", "pyarrow", "tabulate")
 REBUILD_HINT = "(a docker image built before the analysis stack? rebuild: scripts/build_sandbox_image.sh --force)"
 
 # Paths come in as arguments: the local provider rewrites /mnt/... in the command line,
@@ -59,6 +59,7 @@ print("xlsx", sheet["B1"].value, int(pd.read_excel(workspace / "sales.xlsx")["sa
 pq.write_table(pa.Table.from_pandas(frame), workspace / "sales.parquet")
 back = pd.read_parquet(workspace / "sales.parquet")
 print("parquet", back.shape[0], back["city"].tolist() == ["a", "b", "c"])
+print("markdown", frame.to_markdown(index=False).splitlines()[0].split())
 
 fig, ax = plt.subplots(figsize=(4, 3))
 ax.bar(frame["city"], frame["sales"])
@@ -74,6 +75,7 @@ EXPECTED = [
     "linreg 3.0 2.0",
     "xlsx sales 60",
     "parquet 3 True",
+    "markdown ['|', 'city', '|', 'sales', '|']",
     "png True",
 ]
 

@@ -98,3 +98,11 @@ def test_custom_skill_edit_on_disk_is_picked_up_next_run(skills_agent, home: Pat
     write_skill(home / "users/default/skills/custom", "mine", description="My own skill.")
     agent.thread().chat("hi")
     assert "mine: My own skill. (/mnt/skills/custom/mine/SKILL.md)" in _system(model, 1)
+
+
+def test_a_skill_that_allows_bash_allows_the_python_tool_too():
+    # the small profile's only tool is python, which runs a program in the sandbox just as bash does
+    from deerflow_nb.skills.activation import _allowed
+
+    assert "python" in _allowed(("read_file", "bash"))
+    assert "python" not in _allowed(("read_file",)) and "bash" not in _allowed(("read_file",))

@@ -406,8 +406,8 @@ def _error_hint(run: dict[str, Any], preview: DataPreview | None) -> str:
         return error_hint(str(run.get("stderr") or ""))
     name = match.group("name")
     listing = "; ".join(f"{var}: {', '.join(cols)}" for var, cols in preview.columns.items())
-    return (f"There is no column {name!r}. The columns are: {listing}. A value such as \"a / b\" is computed from "
-            "its columns, e.g. df[\"a\"] / df[\"b\"]. ")
+    return (f"There is no column {name!r}. The columns are: {listing}. A value that is not a column (a ratio, a "
+            "product, a revenue) is computed from these columns with the formula the question gives. ")
 
 
 def _group_hint(assigned: re.Match[str]) -> str:
