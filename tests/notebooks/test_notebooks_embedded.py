@@ -2,8 +2,9 @@
 
 Marked ``slow`` (each notebook loads the embedded model in its kernel and asks it real questions: a minute
 or two each on two CPU cores). The scripted runs of the same notebooks are in ``test_notebooks.py``; a
-notebook that shows what the embedded model cannot do yet (``02``: asking questions) says so in its first
-cell and switches to its labelled scripted model, which is checked here too.
+notebook that shows what the embedded model cannot do yet says so in its first cell and switches to its
+labelled scripted model (``02``: asking questions; ``04``: following a skill's instructions and writing
+memory), which is checked here too.
 """
 
 from __future__ import annotations
@@ -71,8 +72,10 @@ def test_03_workspace_and_files(tmp_path, monkeypatch):
     assert len(table) == len(REVENUE) and "saved region_summary.csv" in printed
 
 
-def test_04_skills_and_memory(tmp_path, monkeypatch):
-    _run("04_skills_and_memory", tmp_path, monkeypatch)
+def test_04_skills_and_memory_says_it_uses_its_scripted_model(tmp_path, monkeypatch):
+    _, printed = _run("04_skills_and_memory", tmp_path, monkeypatch)
+    assert "No model configured: using the Scripted demo model" in printed
+    assert "| **total** | **1711.25** |" in printed  # the skill's script ran in the sandbox
 
 
 def test_05_kernel_data(tmp_path, monkeypatch):
