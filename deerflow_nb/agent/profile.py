@@ -7,8 +7,9 @@ The ``small`` profile is what the embedded 1.5B model needs to finish real noteb
   program is run (and repaired with the error when it fails), and what it printed is the answer;
 - a system prompt of rules and worked examples (:data:`SMALL_PROMPT`, byte-stable: nothing in it
   changes per run, so llama.cpp's prefix snapshot stays valid);
-- one tool (:func:`small_profile_tools`): ``python``, which presents what its programs write to
-  the outputs folder; no ``ask_clarification``, no subagents, no memory tools, no skill listing;
+- one tool for the model (:func:`small_profile_tools`): ``python``, which presents what its programs write
+  to the outputs folder; ``ask_clarification`` is bound for the program loop to ask which file a question
+  means; no subagents, no memory tools, no skill listing;
 - no model calls besides the agent's own (titles come from the first message; the memory
   updater does not run).
 
@@ -145,7 +146,12 @@ def model_profile(model: Any, configured: str | None = None) -> Profile:
 
 
 def small_profile_tools(config: AppConfig) -> list[BaseTool]:
-    """The small profile's tools: ``python``, which presents the files its programs write."""
+    """The small profile's tools: ``python`` and ``ask_clarification``.
+
+    ``python`` presents the files its programs write; the program loop calls ``ask_clarification`` itself
+    (the model is never offered it).
+    """
+    from deerflow_nb.tools.clarification import ask_clarification_tool
     from deerflow_nb.tools.python_tool import python_tool
 
-    return [python_tool(config.sandbox.bash_command_timeout, present_outputs=True)]
+    return [python_tool(config.sandbox.bash_command_timeout, present_outputs=True), ask_clarification_tool()]

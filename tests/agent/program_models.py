@@ -54,6 +54,10 @@ def _decide(messages: list[Any]) -> Any:
         return "To call a tool, reply with only:"
     if "a plan please" in question:
         return "We can use the python tool with pandas to compute this."
+    if "rows does the file have" in question:  # the file is the one the data block describes
+        path = re.search(rf"^\w+: ({UP}/\S+?),", _data_block(question), re.MULTILINE)
+        return _program(f"import pandas as pd\nprint('rows:', len(pd.read_csv({path.group(1)!r})))\n"
+                        if path else "print('no file described')\n")
     if "units of the East region" in question:  # the first program ignores the region the question names
         if tries == 0 or "stubborn" in question.lower():
             return _program(load + "print('total units:', df.units.sum())\n")

@@ -231,7 +231,7 @@ def test_title_fallback_set_once_on_final_answer():
     request = make_request([HumanMessage("Summarise the quarterly sales data please")])
     result = mw.wrap_model_call(request, answer("done"))
     assert isinstance(result, ExtendedModelResponse)
-    assert result.command.update == {"title": "Summarise the quarterly"}
+    assert result.command.update == {"title": "Summarise the quarterly…"}  # cut: says so
     # no title while the model is still calling tools, none when one exists
     tool_call = answer("", tool_calls=[{"name": "ls", "args": {}, "id": "x"}])
     assert isinstance(mw.wrap_model_call(request, tool_call), ModelResponse)

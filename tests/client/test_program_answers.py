@@ -106,6 +106,25 @@ def test_two_agreeing_checks_outvote_the_first_program(agent, sales):
                                                                              "answer: 2007"]
 
 
+def test_a_question_naming_none_of_several_files_asks_which(agent, sales, tmp_path):
+    regions = tmp_path / "regions.csv"
+    regions.write_text("region,manager\nEast,Ana\nWest,Bo\n")
+    thread = _thread(agent, sales, regions)
+    with pytest.raises(df.HumanInputRequired) as caught:  # a choice, as every profile asks
+        thread.chat("How many rows does the file have?")
+    request = caught.value.request
+    assert request["question"] == "Which file should I use?"
+    assert sorted(request["options"]) == [f"{UP}/regions.csv", f"{UP}/sales.csv"]
+    assert thread.pending_input["question"] == "Which file should I use?"
+    # the answer goes after the question: the program is written for the chosen file
+    assert thread.respond(f"{UP}/regions.csv") == "rows: 2"
+    assert thread.pending_input is None
+    # from code, in one call; and a question that names its file does not ask
+    assert thread.chat("How many rows does the file have?", responses=f"{UP}/sales.csv") == "rows: 3"
+    assert thread.chat(f"How many rows does the file have? It is {UP}/regions.csv") == "rows: 2"
+    assert thread.pending_input is None
+
+
 def test_a_value_the_question_names_is_used_after_one_hint(agent, sales):
     thread = _thread(agent, sales)
     assert thread.chat(f"What are the total units of the East region in {UP}/sales.csv?") == "total units of East: 4"

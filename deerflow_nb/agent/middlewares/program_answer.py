@@ -38,6 +38,7 @@ from deerflow_nb.agent.middlewares._base import context_of, last_ai
 from deerflow_nb.agent.middlewares.answer_check import PROGRAM_ANSWER
 from deerflow_nb.agent.program_fixes import add_missing_imports
 from deerflow_nb.agent.program_misreads import error_hint, fix_ttest_variance, misread_hint
+from deerflow_nb.agent.program_questions import CLARIFICATION_TOOL, file_choice, is_answer, question_text
 from deerflow_nb.context import SAMPLING_SEED_KEY
 from deerflow_nb.errors import AnswerError
 from deerflow_nb.tools.data_preview import DataPreview, data_files, preview_files, render_preview
@@ -259,6 +260,19 @@ class ProgramAnswerMiddleware(AgentMiddleware):
 
     # -- the request ---------------------------------------------------------------------------------
 
+    def _ask(self, request: ModelRequest, step: tuple[str, Any], uploads: list[str]) -> AIMessage | None:
+        """A question for the user before the first program (see :mod:`~deerflow_nb.agent.program_questions`)."""
+        human, after = user_turn(request.messages)
+        if step != ("model", None) or human is None or is_answer(human) or _programs(after) or not any(
+                getattr(t, "name", None) == CLARIFICATION_TOOL for t in request.tools):
+            return None  # under way, an answer already, or a run that may not ask (non-interactive)
+        asked = _original_text(request, human)
+        return file_choice(asked, uploads) if self._wants_code(asked) else None
+
+    def _uploads(self, request: ModelRequest) -> list[str]:
+        ctx = context_of(request)
+        return [str(e.get("path")) for e in (ctx.extra.get("uploads_scan") or self._scan(ctx))]
+
     def _preview(self, request: ModelRequest) -> DataPreview:
         """The data preview of this run (computed on its first model call, in a worker thread)."""
         ctx = context_of(request)
@@ -299,6 +313,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
     def _request(self, request: ModelRequest, preview: DataPreview, hint: str | None,
                  check: bool = False) -> ModelRequest:
         human, after = user_turn(request.messages)
+        request = request.override(tools=[t for t in request.tools if getattr(t, "name", None) != CLARIFICATION_TOOL])
         messages = list(request.messages)
         if check:  # an independent program: the question as asked, none of this turn's programs
             messages = messages[:len(messages) - len(after)]
@@ -371,6 +386,8 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             return ModelResponse(result=[step[1]])
         if step[0] == "fail":
             raise step[1]
+        if (ask := self._ask(request, step, self._uploads(request))) is not None:
+            return ModelResponse(result=[ask])
         preview = self._preview(request)
         self._refuse_missing(request, preview)
         check = step[0] == "check"
@@ -385,6 +402,8 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             return ModelResponse(result=[step[1]])
         if step[0] == "fail":
             raise step[1]
+        if (ask := self._ask(request, step, await asyncio.to_thread(self._uploads, request))) is not None:
+            return ModelResponse(result=[ask])
         ctx = context_of(request)
         cached = ctx.extra.get(_PREVIEW_KEY)
         preview = cached if isinstance(cached, DataPreview) else await asyncio.to_thread(self._preview, request)
@@ -478,16 +497,19 @@ _UPLOAD_NOTE = re.compile(r"<uploaded_files>.*?</uploaded_files>\s*", re.DOTALL)
 
 def _original_text(request: ModelRequest, human: HumanMessage) -> str:
     """The user's own words: the state's copy of ``human`` (other middlewares prefix notes to the request's)."""
-    for message in (request.state or {}).get("messages", []):  # type: ignore[union-attr]
+    messages = list((request.state or {}).get("messages", []))  # type: ignore[union-attr]
+    for message in messages:
         if isinstance(message, HumanMessage) and message.id is not None and message.id == human.id:
-            return message.text
-    return human.text
+            return question_text(messages, message, message.text)
+    return question_text(list(request.messages), human, human.text)
 
 
 def _with_data(human: HumanMessage, preview: DataPreview, original: str) -> HumanMessage:
     """``human`` with the data description put right before the user's words (the uploads note dropped)."""
     content = human.content
     block = "Data:\n" + preview.text + "\n\nQuestion: "
+    if is_answer(human):  # the question asked before, with the user's answer
+        return human.model_copy(update={"content": block + original})
     if isinstance(content, str):
         at = content.rfind(original) if original else -1
         head, tail = (content[:at], content[at:]) if at >= 0 else ("", content)

@@ -1,0 +1,58 @@
+"""When the small profile asks before it computes: a question that could be about several uploaded files.
+
+The embedded model does not ask questions on its own (it writes a program for every request), so the
+program-per-question loop asks for it, deterministically: when a thread has two or more uploaded data
+files and the question names none of them, the run pauses with a choice of the files
+(``ask_clarification``, the same human-input request every profile uses: a card in the chat,
+``thread.respond(...)`` or ``responses=`` from code). The answer comes back as the user's next message;
+:func:`question_text` puts it after the question, so the program is written for the chosen file.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import uuid
+from collections.abc import Sequence
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from deerflow_nb.tools.data_preview import data_files
+
+__all__ = ["CLARIFICATION_TOOL", "file_choice", "is_answer", "question_text"]
+
+CLARIFICATION_TOOL = "ask_clarification"
+_DATA = re.compile(r"\.(?:csv|tsv|tab|xlsx|xlsm|xls|parquet|pq|jsonl|ndjson|json)$", re.IGNORECASE)
+
+
+def is_answer(message: BaseMessage) -> bool:
+    """Whether ``message`` is the user's answer to a human-input request."""
+    return isinstance(message, HumanMessage) and bool(message.additional_kwargs.get("human_input_response"))
+
+
+def question_text(messages: Sequence[BaseMessage], human: HumanMessage, text: str) -> str:
+    """The question a turn answers.
+
+    ``text``, or, for the user's answer to a request, the question asked before it followed by the answer.
+    """
+    if not is_answer(human):
+        return text
+    index = next((i for i, m in enumerate(messages) if m is human), len(messages))
+    asked = next((m.text for m in reversed(messages[:index]) if isinstance(m, HumanMessage)
+                  and not m.additional_kwargs.get("deerflow_internal") and not is_answer(m)), "")
+    return f"{asked}\n(Your question was answered: {text})" if asked else text
+
+
+def file_choice(question: str, uploads: Sequence[str]) -> AIMessage | None:
+    """An ``ask_clarification`` call offering the uploaded data files, when ``question`` names none of several."""
+    data = [u for u in uploads if _DATA.search(u)]
+    if len(data) < 2 or data_files(question, []):  # one file, or a path named in the question
+        return None
+    lowered = question.lower()
+    if any(re.search(rf"(?<![\w/.-]){re.escape(posixpath.basename(u).lower())}\b", lowered) for u in data):
+        return None
+    args = {"question": "Which file should I use?", "clarification_type": "ambiguous_requirement",
+            "context": f"{len(data)} data files are uploaded to this thread and the question names none of them.",
+            "options": list(data)}
+    return AIMessage(content="", tool_calls=[{"name": CLARIFICATION_TOOL, "args": args,
+                                              "id": f"call_{uuid.uuid4().hex[:24]}"}])
