@@ -1,4 +1,7 @@
-"""When the small profile asks before it computes: a question that could be about several uploaded files.
+"""The question of a small-profile turn, and when the small profile asks before it computes.
+
+:func:`turn_question` is the user's question as asked (an answer to a request joined to the question it
+answers) and :func:`with_data` puts the data description in front of it.
 
 The embedded model does not ask questions on its own (it writes a program for every request), so the
 program-per-question loop asks for it, deterministically: when a thread has two or more uploaded data
@@ -15,11 +18,12 @@ import re
 import uuid
 from collections.abc import Sequence
 
+from langchain.agents.middleware import ModelRequest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from deerflow_nb.tools.data_preview import data_files
+from deerflow_nb.tools.data_preview import DataPreview, data_files
 
-__all__ = ["CLARIFICATION_TOOL", "file_choice", "is_answer", "question_text"]
+__all__ = ["CLARIFICATION_TOOL", "file_choice", "is_answer", "question_text", "turn_question", "with_data"]
 
 CLARIFICATION_TOOL = "ask_clarification"
 _DATA = re.compile(r"\.(?:csv|tsv|tab|xlsx|xlsm|xls|parquet|pq|jsonl|ndjson|json)$", re.IGNORECASE)
@@ -56,3 +60,31 @@ def file_choice(question: str, uploads: Sequence[str]) -> AIMessage | None:
             "options": list(data)}
     return AIMessage(content="", tool_calls=[{"name": CLARIFICATION_TOOL, "args": args,
                                               "id": f"call_{uuid.uuid4().hex[:24]}"}])
+
+
+_UPLOAD_NOTE = re.compile(r"<uploaded_files>.*?</uploaded_files>\s*", re.DOTALL)
+
+
+def turn_question(request: ModelRequest, human: HumanMessage) -> str:
+    """The user's own words, joined to the question they answer when they are an answer (:func:`question_text`).
+
+    The state's copy of ``human`` is read: other middlewares prefix notes to the request's.
+    """
+    messages = list((request.state or {}).get("messages", []))  # type: ignore[union-attr]
+    for message in messages:
+        if isinstance(message, HumanMessage) and message.id is not None and message.id == human.id:
+            return question_text(messages, message, message.text)
+    return question_text(list(request.messages), human, human.text)
+
+
+def with_data(human: HumanMessage, preview: DataPreview, original: str) -> HumanMessage:
+    """``human`` with the data description put right before the user's words (the uploads note dropped)."""
+    content = human.content
+    block = "Data:\n" + preview.text + "\n\nQuestion: "
+    if is_answer(human):  # the question asked before, with the user's answer
+        return human.model_copy(update={"content": block + original})
+    if isinstance(content, str):
+        at = content.rfind(original) if original else -1
+        head, tail = (content[:at], content[at:]) if at >= 0 else ("", content)
+        return human.model_copy(update={"content": _UPLOAD_NOTE.sub("", head) + block + tail})
+    return human.model_copy(update={"content": [{"type": "text", "text": block}, *content]})

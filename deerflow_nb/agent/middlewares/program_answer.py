@@ -38,7 +38,7 @@ from deerflow_nb.agent.middlewares._base import context_of, last_ai
 from deerflow_nb.agent.middlewares.answer_check import PROGRAM_ANSWER
 from deerflow_nb.agent.program_fixes import add_missing_imports
 from deerflow_nb.agent.program_misreads import error_hint, fix_ttest_variance, misread_hint
-from deerflow_nb.agent.program_questions import CLARIFICATION_TOOL, file_choice, is_answer, question_text
+from deerflow_nb.agent.program_questions import CLARIFICATION_TOOL, file_choice, is_answer, turn_question, with_data
 from deerflow_nb.context import SAMPLING_SEED_KEY
 from deerflow_nb.errors import AnswerError
 from deerflow_nb.tools.data_preview import DataPreview, data_files, preview_files, render_preview
@@ -205,7 +205,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
                     m.tool_call_id in checks_ids) for m in after if isinstance(m, ToolMessage) and m.name == CODE_TOOL]
         main = [run for run, check in entries if not check]
         checks = [run for run, check in entries if check]
-        asked = _original_text(request, human) if human is not None else ""
+        asked = turn_question(request, human) if human is not None else ""
         requested = requested_outputs(asked)
         written = [path for run, _ in entries for path in run.get("written", [])]
         cached = context_of(request).extra.get(_PREVIEW_KEY)
@@ -266,7 +266,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         if step != ("model", None) or human is None or is_answer(human) or _programs(after) or not any(
                 getattr(t, "name", None) == CLARIFICATION_TOOL for t in request.tools):
             return None  # under way, an answer already, or a run that may not ask (non-interactive)
-        asked = _original_text(request, human)
+        asked = turn_question(request, human)
         return file_choice(asked, uploads) if self._wants_code(asked) else None
 
     def _uploads(self, request: ModelRequest) -> list[str]:
@@ -284,7 +284,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         provider = ctx.sandbox_provider
         if human is not None and provider is not None and ctx.thread_id:
             uploads = [str(e.get("path")) for e in (ctx.extra.get("uploads_scan") or self._scan(ctx))]
-            paths = data_files(_original_text(request, human), uploads)
+            paths = data_files(turn_question(request, human), uploads)
             if paths:
                 sandbox = provider.acquire(ctx.thread_id, user_id=ctx.user_id)
                 preview = render_preview(preview_files(sandbox, paths))
@@ -319,12 +319,12 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             messages = messages[:len(messages) - len(after)]
             after = []
         if human is not None and preview:
-            original = _original_text(request, human)
-            messages = [_with_data(m, preview, original) if m is human else m for m in messages]
+            original = turn_question(request, human)
+            messages = [with_data(m, preview, original) if m is human else m for m in messages]
         if hint:
             messages.append(_hint(hint))
         repairing = bool(request.messages) and is_internal(request.messages[-1])  # an answer check's repair turn
-        asked = _original_text(request, human) if human is not None else ""
+        asked = turn_question(request, human) if human is not None else ""
         code = check or bool(hint) or repairing or bool(_programs(after)) or self._wants_code(asked)
         if not (code and any(getattr(t, "name", None) == CODE_TOOL for t in request.tools)):
             return request.override(messages=messages)
@@ -447,7 +447,7 @@ def _misread(run: dict[str, Any], asked: str, preview: DataPreview | None) -> st
 
 def _asked(request: ModelRequest) -> str:
     human, _ = user_turn(request.messages)
-    return _original_text(request, human) if human is not None else ""
+    return turn_question(request, human) if human is not None else ""
 
 
 def _places(word: str) -> int:
@@ -490,28 +490,3 @@ def _describe(reason: str, requested: Sequence[str], written: Sequence[str]) -> 
     if reason == "empty_answer":
         return "printed nothing"
     return "did not produce a usable result"
-
-
-_UPLOAD_NOTE = re.compile(r"<uploaded_files>.*?</uploaded_files>\s*", re.DOTALL)
-
-
-def _original_text(request: ModelRequest, human: HumanMessage) -> str:
-    """The user's own words: the state's copy of ``human`` (other middlewares prefix notes to the request's)."""
-    messages = list((request.state or {}).get("messages", []))  # type: ignore[union-attr]
-    for message in messages:
-        if isinstance(message, HumanMessage) and message.id is not None and message.id == human.id:
-            return question_text(messages, message, message.text)
-    return question_text(list(request.messages), human, human.text)
-
-
-def _with_data(human: HumanMessage, preview: DataPreview, original: str) -> HumanMessage:
-    """``human`` with the data description put right before the user's words (the uploads note dropped)."""
-    content = human.content
-    block = "Data:\n" + preview.text + "\n\nQuestion: "
-    if is_answer(human):  # the question asked before, with the user's answer
-        return human.model_copy(update={"content": block + original})
-    if isinstance(content, str):
-        at = content.rfind(original) if original else -1
-        head, tail = (content[:at], content[at:]) if at >= 0 else ("", content)
-        return human.model_copy(update={"content": _UPLOAD_NOTE.sub("", head) + block + tail})
-    return human.model_copy(update={"content": [{"type": "text", "text": block}, *content]})
