@@ -26,7 +26,8 @@ from deerflow_nb.tools.data_preview import DataPreview, data_files
 __all__ = ["CLARIFICATION_TOOL", "file_choice", "is_answer", "question_text", "turn_question", "with_data"]
 
 CLARIFICATION_TOOL = "ask_clarification"
-_DATA = re.compile(r"\.(?:csv|tsv|tab|xlsx|xlsm|xls|parquet|pq|jsonl|ndjson|json)$", re.IGNORECASE)
+#: Tables a question may be about (a plain ``.json`` upload is often settings, e.g. papermill parameters).
+_DATA = re.compile(r"\.(?:csv|tsv|tab|xlsx|xlsm|xls|parquet|pq|jsonl|ndjson)$", re.IGNORECASE)
 
 
 def is_answer(message: BaseMessage) -> bool:
