@@ -13,7 +13,6 @@ files and the question names none of them, the run pauses with a choice of the f
 
 from __future__ import annotations
 
-import posixpath
 import re
 import uuid
 from collections.abc import Sequence
@@ -21,13 +20,13 @@ from collections.abc import Sequence
 from langchain.agents.middleware import ModelRequest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from deerflow_nb.tools.data_preview import DataPreview, data_files
+from deerflow_nb.agent.middlewares.clarification import CLARIFICATION_TOOL
+from deerflow_nb.tools.data_preview import DATA_SUFFIXES, DataPreview, data_files, named_uploads
 
 __all__ = ["CLARIFICATION_TOOL", "file_choice", "is_answer", "question_text", "turn_question", "with_data"]
 
-CLARIFICATION_TOOL = "ask_clarification"
-#: Tables a question may be about (a plain ``.json`` upload is often settings, e.g. papermill parameters).
-_DATA = re.compile(r"\.(?:csv|tsv|tab|xlsx|xlsm|xls|parquet|pq|jsonl|ndjson)$", re.IGNORECASE)
+#: Tables a question may be about (a plain ``.json`` or ``.txt`` upload is often settings or notes).
+_TABLES = tuple(suffix for suffix in DATA_SUFFIXES if suffix not in (".json", ".txt"))
 
 
 def is_answer(message: BaseMessage) -> bool:
@@ -50,11 +49,8 @@ def question_text(messages: Sequence[BaseMessage], human: HumanMessage, text: st
 
 def file_choice(question: str, uploads: Sequence[str]) -> AIMessage | None:
     """An ``ask_clarification`` call offering the uploaded data files, when ``question`` names none of several."""
-    data = [u for u in uploads if _DATA.search(u)]
-    if len(data) < 2 or data_files(question, []):  # one file, or a path named in the question
-        return None
-    lowered = question.lower()
-    if any(re.search(rf"(?<![\w/.-]){re.escape(posixpath.basename(u).lower())}\b", lowered) for u in data):
+    data = [u for u in uploads if u.lower().endswith(_TABLES)]
+    if len(data) < 2 or data_files(question, []) or named_uploads(question, data):  # one file, or one named
         return None
     args = {"question": "Which file should I use?", "clarification_type": "ambiguous_requirement",
             "context": f"{len(data)} data files are uploaded to this thread and the question names none of them.",

@@ -24,7 +24,7 @@ from deerflow_nb.runtime.journal import RunJournal
 from deerflow_nb.runtime.progress import MODEL_PROGRESS
 from deerflow_nb.runtime.serialize import thread_message_cache
 from deerflow_nb.runtime.streaming import StreamConverter
-from deerflow_nb.runtime.workspace import delivery_receipt, produced_outputs, snapshot, workspace_changes
+from deerflow_nb.runtime.workspace import delivery_receipt, produced_in, produced_outputs, snapshot, workspace_changes
 from deerflow_nb.tools.present_files import presented_paths
 
 __all__ = ["FINAL_STATE_KEY", "INTERRUPTED_FLAG", "STREAM_MODES", "agent_run", "capture_rollback_point",
@@ -199,14 +199,12 @@ async def agent_run(
     succeeded: list[dict[str, Any] | None] = []  # the success path's workspace change, taken early
     if before is not None and user_data is not None:  # the answer check asks what the run produced so far
         start, folder = before, user_data
-        context.extra[PRODUCED_OUTPUTS_KEY] = lambda: produced_outputs(start, snapshot(folder))
+        context.extra[PRODUCED_OUTPUTS_KEY] = lambda: produced_outputs(start, snapshot(folder, areas=("outputs",)))
 
     def receipt_of(change: dict[str, Any] | None) -> dict[str, Any]:
-        produced = [c["path"] for c in (change or {}).get("changes", [])
-                    if c["area"] == "outputs" and c["status"] != "deleted"]
         messages = list((converter.final_state or {}).get("messages") or [])
         return {"run_id": context.run_id, "thread_id": context.thread_id,
-                **delivery_receipt(produced, presented_paths(_run_messages(messages, input_message)))}
+                **delivery_receipt(produced_in(change), presented_paths(_run_messages(messages, input_message)))}
 
     async def on_success() -> None:
         # overlaps the checkpoint flush: the snapshot hop and the database hop run side by side

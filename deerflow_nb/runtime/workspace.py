@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["AREAS", "FileState", "delivery_receipt", "diff_snapshots", "produced_outputs", "snapshot",
-           "workspace_changes"]
+__all__ = ["AREAS", "FileState", "delivery_receipt", "diff_snapshots", "produced_in", "produced_outputs",
+           "snapshot", "workspace_changes"]
 
 AREAS = ("workspace", "outputs")
 MAX_TEXT_BYTES = 256 * 1024  # larger files: metadata only (and not hashed: too slow per run)
@@ -62,10 +62,10 @@ def _read_state(path: Path, virtual: str) -> FileState:
     return FileState(len(data), digest, None if _SECRET.search(virtual) else text, False)
 
 
-def snapshot(user_data: Path, *, max_files: int = MAX_FILES) -> dict[str, FileState]:
-    """Files under ``workspace`` and ``outputs`` of a user-data folder, by virtual path."""
+def snapshot(user_data: Path, *, max_files: int = MAX_FILES, areas: tuple[str, ...] = AREAS) -> dict[str, FileState]:
+    """Files under ``workspace`` and ``outputs`` (or only ``areas``) of a user-data folder, by virtual path."""
     files: dict[str, FileState] = {}
-    for area in AREAS:
+    for area in areas:
         root = user_data / area
         if not root.is_dir():
             continue
@@ -139,6 +139,11 @@ def produced_outputs(before: dict[str, FileState], after: dict[str, FileState]) 
     """Files under ``outputs`` added or modified between two snapshots (what a run produced), sorted."""
     return sorted(path for path, new in after.items() if path.split("/")[3:4] == ["outputs"]
                   and (before.get(path) is None or before[path].digest != new.digest))
+
+
+def produced_in(change: dict[str, Any] | None) -> list[str]:
+    """:func:`produced_outputs` read from a ``workspace_changes`` payload (``None``: nothing changed)."""
+    return [c["path"] for c in (change or {}).get("changes", []) if c["area"] == "outputs" and c["status"] != "deleted"]
 
 
 def delivery_receipt(produced: list[str], presented: list[str]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import Any
 
 from deerflow_nb.sandbox.base import Sandbox
 
-__all__ = ["DATA_SUFFIXES", "MISSING", "DataPreview", "data_files", "preview_files", "render_preview"]
+__all__ = ["DATA_SUFFIXES", "MISSING", "DataPreview", "data_files", "named_uploads", "preview_files", "render_preview"]
 
 #: Files the agent can load as a table.
 DATA_SUFFIXES = (".csv", ".tsv", ".tab", ".txt", ".xlsx", ".xlsm", ".xls", ".parquet", ".pq", ".jsonl", ".ndjson",
@@ -47,15 +47,18 @@ def data_files(text: str, uploads: Sequence[str]) -> list[str]:
         path = posixpath.normpath(match.group(0).rstrip(".:!?"))
         if _is_data(path) and path not in found:
             found.append(path)
-    lowered = text.lower()
-    for upload in uploads:
-        name = posixpath.basename(upload)
-        if upload not in found and _is_data(upload) and re.search(rf"(?<![\w/.-]){re.escape(name.lower())}\b", lowered):
-            found.append(upload)
+    found += [upload for upload in named_uploads(text, uploads) if upload not in found]
     if not found:
         data = [u for u in uploads if _is_data(u)]
         found = data if len(data) <= _MAX_FILES else []
     return found[:_MAX_FILES]
+
+
+def named_uploads(text: str, uploads: Sequence[str]) -> list[str]:
+    """The data files among ``uploads`` that ``text`` names by their file name."""
+    lowered = text.lower()
+    return [u for u in uploads if _is_data(u) and re.search(
+        rf"(?<![\w/.-]){re.escape(posixpath.basename(u).lower())}\b", lowered)]
 
 
 MISSING = "does not exist"

@@ -70,15 +70,14 @@ class AnswerCheckMiddleware(AgentMiddleware):
         return message is not None and not message.tool_calls and \
             message.additional_kwargs.get("deerflow_answer") != PROGRAM_ANSWER
 
-    @staticmethod
-    def _produced(request: ModelRequest) -> list[str]:
-        """What the run has written under outputs so far (blocking: it reads the files)."""
+    def _produced(self, request: ModelRequest, message: AIMessage | None) -> list[str]:
+        """For a final answer, what the run has written under outputs so far (blocking: it reads the files)."""
         produce = context_of(request).extra.get(PRODUCED_OUTPUTS_KEY)
-        return list(produce()) if callable(produce) else []
+        return list(produce()) if callable(produce) and self._is_answer(message) else []
 
     def _problem(self, request: ModelRequest, message: AIMessage | None,
                  produced: Sequence[str] = ()) -> AnswerProblem | None:
-        if message is None or not self._is_answer(message):
+        if message is None or not self._is_answer(message):  # (None: for the type checker)
             return None
         names = [str(getattr(t, "name", "")) for t in request.tools]
         system = request.system_message.text if isinstance(request.system_message, SystemMessage) else ""
@@ -108,13 +107,11 @@ class AnswerCheckMiddleware(AgentMiddleware):
     ) -> ModelCallResult:
         """Call the model; repair a failing answer once, else raise :class:`AnswerError`."""
         response = handler(request)
-        message = last_ai(response)
-        problem = self._problem(request, message, self._produced(request) if self._is_answer(message) else ())
+        problem = self._problem(request, last_ai(response), self._produced(request, last_ai(response)))
         if problem is None:
             return response
         retry = handler(self._retry_request(request, problem))
-        message = last_ai(retry)
-        second = self._problem(request, message, self._produced(request) if self._is_answer(message) else ())
+        second = self._problem(request, last_ai(retry), self._produced(request, last_ai(retry)))
         if second is not None:
             raise self._fail(request, second)
         return retry
@@ -134,7 +131,8 @@ class AnswerCheckMiddleware(AgentMiddleware):
         return retry
 
     async def _aproduced(self, request: ModelRequest, message: AIMessage | None) -> list[str]:
-        return await asyncio.to_thread(self._produced, request) if self._is_answer(message) else []
+        """:meth:`_produced` off the event loop (only a final answer reads the files)."""
+        return await asyncio.to_thread(self._produced, request, message) if self._is_answer(message) else []
 
 
 def _undelivered(messages: Sequence[BaseMessage], produced: Sequence[str]) -> AnswerProblem | None:

@@ -205,7 +205,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
                     m.tool_call_id in checks_ids) for m in after if isinstance(m, ToolMessage) and m.name == CODE_TOOL]
         main = [run for run, check in entries if not check]
         checks = [run for run, check in entries if check]
-        asked = turn_question(request, human) if human is not None else ""
+        asked = _asked(request)
         requested = requested_outputs(asked)
         written = [path for run, _ in entries for path in run.get("written", [])]
         cached = context_of(request).extra.get(_PREVIEW_KEY)
@@ -260,14 +260,18 @@ class ProgramAnswerMiddleware(AgentMiddleware):
 
     # -- the request ---------------------------------------------------------------------------------
 
-    def _ask(self, request: ModelRequest, step: tuple[str, Any], uploads: list[str]) -> AIMessage | None:
-        """A question for the user before the first program (see :mod:`~deerflow_nb.agent.program_questions`)."""
+    def _may_ask(self, request: ModelRequest, step: tuple[str, Any]) -> str | None:
+        """The question, when the loop may ask about it before the first program (no I/O)."""
         human, after = user_turn(request.messages)
         if step != ("model", None) or human is None or is_answer(human) or _programs(after) or not any(
                 getattr(t, "name", None) == CLARIFICATION_TOOL for t in request.tools):
             return None  # under way, an answer already, or a run that may not ask (non-interactive)
         asked = turn_question(request, human)
-        return file_choice(asked, uploads) if self._wants_code(asked) else None
+        return asked if self._wants_code(asked) else None
+
+    def _ask(self, request: ModelRequest, asked: str) -> AIMessage | None:
+        """A question for the user before the first program (see :mod:`~deerflow_nb.agent.program_questions`)."""
+        return file_choice(asked, self._uploads(request))
 
     def _uploads(self, request: ModelRequest) -> list[str]:
         ctx = context_of(request)
@@ -283,7 +287,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         preview = DataPreview("", "", {})
         provider = ctx.sandbox_provider
         if human is not None and provider is not None and ctx.thread_id:
-            uploads = [str(e.get("path")) for e in (ctx.extra.get("uploads_scan") or self._scan(ctx))]
+            uploads = self._uploads(request)
             paths = data_files(turn_question(request, human), uploads)
             if paths:
                 sandbox = provider.acquire(ctx.thread_id, user_id=ctx.user_id)
@@ -296,7 +300,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         if not preview.missing:
             return
         ctx = context_of(request)
-        uploads = [str(e.get("path")) for e in (ctx.extra.get("uploads_scan") or self._scan(ctx))]
+        uploads = self._uploads(request)
         there = ", ".join(uploads) if uploads else "none"
         cause = (f"could not compute an answer: {', '.join(preview.missing)} does not exist "
                  f"(uploaded files: {there})")
@@ -314,17 +318,16 @@ class ProgramAnswerMiddleware(AgentMiddleware):
                  check: bool = False) -> ModelRequest:
         human, after = user_turn(request.messages)
         request = request.override(tools=[t for t in request.tools if getattr(t, "name", None) != CLARIFICATION_TOOL])
+        asked = _asked(request)
         messages = list(request.messages)
         if check:  # an independent program: the question as asked, none of this turn's programs
             messages = messages[:len(messages) - len(after)]
             after = []
         if human is not None and preview:
-            original = turn_question(request, human)
-            messages = [with_data(m, preview, original) if m is human else m for m in messages]
+            messages = [with_data(m, preview, asked) if m is human else m for m in messages]
         if hint:
             messages.append(_hint(hint))
         repairing = bool(request.messages) and is_internal(request.messages[-1])  # an answer check's repair turn
-        asked = turn_question(request, human) if human is not None else ""
         code = check or bool(hint) or repairing or bool(_programs(after)) or self._wants_code(asked)
         if not (code and any(getattr(t, "name", None) == CODE_TOOL for t in request.tools)):
             return request.override(messages=messages)
@@ -386,7 +389,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             return ModelResponse(result=[step[1]])
         if step[0] == "fail":
             raise step[1]
-        if (ask := self._ask(request, step, self._uploads(request))) is not None:
+        if (asked := self._may_ask(request, step)) is not None and (ask := self._ask(request, asked)) is not None:
             return ModelResponse(result=[ask])
         preview = self._preview(request)
         self._refuse_missing(request, preview)
@@ -402,7 +405,8 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             return ModelResponse(result=[step[1]])
         if step[0] == "fail":
             raise step[1]
-        if (ask := self._ask(request, step, await asyncio.to_thread(self._uploads, request))) is not None:
+        if (asked := self._may_ask(request, step)) is not None and (
+                ask := await asyncio.to_thread(self._ask, request, asked)) is not None:
             return ModelResponse(result=[ask])
         ctx = context_of(request)
         cached = ctx.extra.get(_PREVIEW_KEY)
