@@ -242,13 +242,15 @@ class RunStore:
         query = sa.select(_R).where(_R.c.status.in_(ACTIVE_RUN_STATUSES), self._expired())
         return [RunInfo.from_mapping(r) for r in await self._db.read(lambda conn: _all(conn, query))]
 
-    async def claim_orphan(self, run_id: str, *, error: dict[str, Any]) -> bool:
+    async def claim_orphan(self, run_id: str, *, error: dict[str, Any], dead_owner: str | None = None) -> bool:
         """Atomically move a still-active run whose lease expired to ``error`` (``stop_reason=orphan_recovered``).
 
         The status and the lease are re-checked in the update itself: a renewal between the
-        scan and the claim keeps the run active.
+        scan and the claim keeps the run active. With ``dead_owner`` (a holder known to have
+        died), the run is claimed while that holder still holds it, whatever its lease says.
         """
-        stmt = (sa.update(_R).where(_R.c.run_id == run_id, _R.c.status.in_(ACTIVE_RUN_STATUSES), self._expired())
+        held = _R.c.owner == dead_owner if dead_owner is not None else self._expired()
+        stmt = (sa.update(_R).where(_R.c.run_id == run_id, _R.c.status.in_(ACTIVE_RUN_STATUSES), held)
                 .values(status="error", stop_reason="orphan_recovered", error=error, updated_at=time.time(),
                         lease_expires_at=None))
         return bool(await self._db.write(lambda conn: conn.execute(stmt).rowcount))

@@ -18,8 +18,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-import os
-import socket
 import time
 import uuid
 from collections import OrderedDict
@@ -35,6 +33,7 @@ from deerflow_nb.persistence.threads import ThreadStore
 from deerflow_nb.runtime.events import StreamEvent
 from deerflow_nb.runtime.progress import ProgressTicker
 from deerflow_nb.runtime.stream_bridge import StreamBridge
+from deerflow_nb.utils.owner import owner_alive, process_owner_id
 
 __all__ = ["MULTITASK_STRATEGIES", "TERMINAL_STATUSES", "CancelOutcome", "RunManager", "RunRecord", "process_owner"]
 
@@ -45,8 +44,8 @@ MULTITASK_STRATEGIES = ("reject", "interrupt", "rollback")
 
 
 def process_owner() -> str:
-    """``host:pid`` of this process: who is executing a run (orphan recovery checks it)."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """This process's owner id (``{pid}-{start}-{host}``, see :mod:`deerflow_nb.utils.owner`)."""
+    return process_owner_id()
 
 
 class CancelOutcome(StrEnum):
@@ -137,7 +136,7 @@ class RunManager:
             raise UsageError(f"lease_renew_seconds ({lease_renew_seconds}) must be less than "
                              f"lease_seconds ({lease_seconds})")
         self.bridge = bridge
-        self.owner = f"{process_owner()}:{uuid.uuid4().hex[:8]}"  # unique even for a restarted pid
+        self.owner = f"{process_owner()}:{uuid.uuid4().hex[:8]}"  # unique per manager of one process
         #: Leases: how long one lasts, how often this process renews its own and scans for expired ones.
         self.lease_seconds = lease_seconds
         self.lease_renew_seconds = lease_renew_seconds
@@ -200,9 +199,12 @@ class RunManager:
                     await self._runs.create(record, status="running", thread_status="running",
                                             lease_seconds=self.lease_seconds)
                 except ThreadBusyError:  # the thread's active run is another process's
-                    if multitask_strategy == "reject":
+                    if await self._recover_dead_holder(thread_id, user_id):
+                        pass  # its process died on this host: recovered, the thread is free
+                    elif multitask_strategy == "reject":
                         raise
-                    await self._stop_elsewhere(thread_id, user_id, multitask_strategy)
+                    else:
+                        await self._stop_elsewhere(thread_id, user_id, multitask_strategy)
                     await self._runs.create(record, status="running", thread_status="running",
                                             lease_seconds=self.lease_seconds)
                 if self._threads is not None:
@@ -244,6 +246,16 @@ class RunManager:
                     if done is None or done.status in TERMINAL_STATUSES:
                         break
         logger.info("thread %s: stopped its active run on another server (%s) for a new run", thread_id, action)
+
+    async def _recover_dead_holder(self, thread_id: str, user_id: str) -> bool:
+        """Recover the thread's active runs whose process provably died (same host); whether any was."""
+        assert self._runs is not None
+        recovered = [info.run_id for status in ("running", "pending")
+                     for info in await self._runs.list_by_thread(thread_id, user_id, limit=5, status=status)
+                     if info.run_id not in self._records and _holder_dead(info) and await self._take_over(info)]
+        if recovered and self.on_recovered is not None:
+            await self.on_recovered(recovered)
+        return bool(recovered)
 
     def _remember(self, record: RunRecord) -> None:
         self._records[record.run_id] = record
@@ -410,17 +422,22 @@ class RunManager:
 
     # -- recovery and shutdown ---------------------------------------------------------
     async def recover_orphans(self) -> list[str]:
-        """Mark runs whose lease expired as ``error`` (``stop_reason=orphan_recovered``).
+        """Mark runs whose holder is gone as ``error`` (``stop_reason=orphan_recovered``).
 
         The process executing a run renews its lease every ``lease_renew_seconds``; a lease
         that ran out (on the database's clock) means that process is gone, whichever host it
-        ran on. A run with a fresh lease is never touched, and neither is a run of this manager.
-        The claim re-checks the lease atomically, so a renewal racing the scan wins.
+        ran on. A run held by a process of this host that provably died (its pid is gone, or
+        belongs to a process started later) is recovered at once, lease or not: a restarted
+        server frees its threads at start. A run of a live process, or of another host with a
+        fresh lease, is never touched, and neither is a run of this manager. The claim re-checks
+        the lease (or the holder) atomically, so a renewal racing the scan wins.
         """
         if self._runs is None:
             return []
+        candidates = {info.run_id: info for info in await self._runs.expired()}
+        candidates.update((info.run_id, info) for info in await self._runs.active() if _holder_dead(info))
         recovered: list[str] = []
-        for info in await self._runs.expired():
+        for info in candidates.values():
             if info.run_id not in self._records and await self._take_over(info):
                 recovered.append(info.run_id)
         if recovered:
@@ -428,12 +445,17 @@ class RunManager:
         return recovered
 
     async def _take_over(self, info: RunInfo) -> bool:
-        """Recover one run if its lease expired (re-checked atomically); its thread is marked ``error``."""
+        """Recover one run if its holder died or its lease expired (re-checked atomically).
+
+        Its thread is marked ``error``.
+        """
         if self._runs is None:
             return False
-        error = {"message": "the process executing this run stopped (its lease expired); the run was recovered",
+        dead = _holder_dead(info)
+        why = "its process died" if dead else "its lease expired"
+        error = {"message": f"the process executing this run stopped ({why}); the run was recovered",
                  "type": "OrphanRecovered", "run_id": info.run_id, "owner": info.owner}
-        if not await self._runs.claim_orphan(info.run_id, error=error):
+        if not await self._runs.claim_orphan(info.run_id, error=error, dead_owner=info.owner if dead else None):
             return False
         self.recovered[info.run_id] = info.thread_id
         if self._threads is not None:
@@ -504,3 +526,8 @@ class RunManager:
         for record in list(self._active.values()):
             with contextlib.suppress(Exception):
                 await self._cancel(record, "interrupt")
+
+
+def _holder_dead(info: RunInfo) -> bool:
+    """Whether the process holding ``info`` provably died (same host; pid gone or reused)."""
+    return info.owner is not None and owner_alive(info.owner) is False

@@ -299,7 +299,7 @@ class BubblewrapSandboxProvider(LocalSandboxProvider):
         self.ro_paths = [p for p in ro_paths if p.exists()]
         bins = [str(p / "bin") for p in self.ro_paths if (p / "bin").is_dir()]
         self.sandbox_path = ":".join([*bins, SANDBOX_PATH])
-        # the instances' cgroups are named by ``owner`` (default: this process), see :mod:`.owner`
+        # the instances' cgroups are named by ``owner`` (default: this process), see :mod:`deerflow_nb.utils.owner`
         use_cgroups = not cgroups_disabled() and extra.get("use_cgroups", True)
         self.cgroups = CgroupManager.detect(owner=owner) if use_cgroups else None
         if self.cgroups is None and os.geteuid() == 0:

@@ -16,7 +16,7 @@ creating a cgroup costs about 0.1 ms, but *moving* a process into one takes the
 kernel's cgroup-wide threadgroup lock (an RCU synchronisation), about 1.5 ms per v1
 hierarchy, which would triple the per-command overhead.
 
-Cgroup names start with the owner id of the process that made them (see :mod:`.owner`):
+Cgroup names start with the owner id of the process that made them (see :mod:`deerflow_nb.utils.owner`):
 a sweep removes only the leftovers of dead owners, never a live peer's cgroup.
 """
 
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deerflow_nb.sandbox.isolation import LimitEvents
-from deerflow_nb.sandbox.owner import owner_alive, process_owner_id
+from deerflow_nb.utils.owner import owner_alive, process_owner_id
 
 __all__ = ["CgroupManager", "CommandCgroup", "cgroups_disabled"]
 
@@ -178,7 +178,7 @@ class CgroupManager:
     def __init__(self, parents: dict[str, Path], version: int, *, owner: str | None = None) -> None:
         self.parents = parents
         self.version = version
-        #: Whose cgroups this manager creates (default: this process, see :mod:`.owner`).
+        #: Whose cgroups this manager creates (default: this process, see :mod:`deerflow_nb.utils.owner`).
         self.owner = owner or process_owner_id()
         if version == 1:  # v1 folders are ours alone: remove them when the process exits
             _REMOVER.parents.update(parents.values())

@@ -16,7 +16,7 @@ containers stay warm for the same thread (:class:`~.warm_pool.WarmPool`: idle
 ``sandbox.replicas`` containers active + warm) and are removed on :meth:`shutdown`.
 File operations use the host folders directly, like ``local``.
 
-Containers are named and labelled by their provider's owner id (see :mod:`.owner`), so
+Containers are named and labelled by their provider's owner id (see :mod:`deerflow_nb.utils.owner`), so
 processes sharing one ``DEER_FLOW_HOME`` each have their own; at start a provider removes
 the containers of this home whose owner process is dead (crashed or killed), never a live peer's.
 """
@@ -44,7 +44,7 @@ from deerflow_nb.sandbox.docker_runner import RunnerConnection, is_saturated, re
 from deerflow_nb.sandbox.env_policy import mask_values
 from deerflow_nb.sandbox.isolation import LimitEvents, add_limit_notes, isolated_env
 from deerflow_nb.sandbox.local import LocalSandbox, LocalSandboxProvider
-from deerflow_nb.sandbox.owner import owner_alive, process_owner_id
+from deerflow_nb.utils.owner import owner_alive, process_owner_id
 from deerflow_nb.sandbox.paths import VIRTUAL_SKILLS, VIRTUAL_WORKSPACE
 from deerflow_nb.sandbox.warm_pool import WarmPool
 
@@ -159,7 +159,7 @@ class DockerSandboxProvider(LocalSandboxProvider):
         owner: str | None = None,
     ) -> None:
         super().__init__(config, paths=paths, skills_root=skills_root, max_cached=max_cached)
-        #: Who owns this provider's containers (default: this process, see :mod:`.owner`).
+        #: Who owns this provider's containers (default: this process, see :mod:`deerflow_nb.utils.owner`).
         self.owner = owner or process_owner_id()
         extra = self.config.model_extra or {}
         self.client = connect_docker(extra.get("docker_host"), timeout=float(extra.get("docker_timeout", 30)))

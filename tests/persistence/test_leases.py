@@ -11,6 +11,7 @@ import pytest
 
 from deerflow_nb.persistence import RunInfo, open_store
 from deerflow_nb.runtime import RunManager, StreamBridge, StreamEvent
+from deerflow_nb.utils.owner import HOST_ID_ENV
 
 
 async def _until(predicate, *, attempts: int = 400, pause: float = 0.02) -> None:
@@ -137,18 +138,18 @@ from deerflow_nb.persistence import DatabaseTarget, open_store
 from deerflow_nb.runtime import RunManager, StreamBridge
 
 async def main():
-    backend, url, path = sys.argv[1:4]
+    backend, url, path, lease, thread = sys.argv[1:6]
     store = await open_store(DatabaseTarget(backend, url, Path(path) if path else None))
-    await store.threads.create("t", "u")
+    await store.threads.create(thread, "u")
     manager = RunManager(StreamBridge(8), runs=store.runs, threads=store.threads,
-                         lease_seconds=0.5, lease_renew_seconds=0.05)
+                         lease_seconds=float(lease), lease_renew_seconds=0.05)
     manager.start_maintenance()
 
     async def body(record):
         await asyncio.Event().wait()
         yield
 
-    record = await manager.create(thread_id="t", user_id="u", body=body)
+    record = await manager.create(thread_id=thread, user_id="u", body=body)
     print(record.run_id, flush=True)
     await asyncio.Event().wait()
 
@@ -164,8 +165,8 @@ async def test_a_killed_owner_process_is_recovered_by_another(target):
 
     await (await open_store(target)).aclose()  # bootstrap once, before the two processes race for it
     owner = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", _OWNER_SCRIPT, target.backend, target.url, str(target.sqlite_path or ""),
-        stdout=asyncio.subprocess.PIPE)
+        sys.executable, "-c", _OWNER_SCRIPT, target.backend, target.url, str(target.sqlite_path or ""), "0.5", "t",
+        stdout=asyncio.subprocess.PIPE, env={**os.environ, HOST_ID_ENV: "another-host"})
     store = await open_store(target)
     try:
         assert owner.stdout is not None
@@ -211,5 +212,89 @@ async def test_same_host_and_pid_does_not_keep_an_expired_run_alive(target):
         async def recovered() -> bool:
             return await restarted.recover_orphans() == ["r"]
         await _until(recovered)
+    finally:
+        await store.aclose()
+
+
+async def _owner_process(target, *, lease: float, host: str | None = None, thread: str = "t"):
+    import os
+    import sys
+
+    env = dict(os.environ)
+    env.pop(HOST_ID_ENV, None)
+    if host is not None:
+        env[HOST_ID_ENV] = host
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _OWNER_SCRIPT, target.backend, target.url, str(target.sqlite_path or ""), str(lease), thread,
+        stdout=asyncio.subprocess.PIPE, env=env)
+    assert proc.stdout is not None
+    run_id = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode().strip()
+    assert run_id
+    return proc, run_id
+
+
+@pytest.mark.asyncio
+async def test_a_dead_holder_of_this_host_is_recovered_at_once_and_another_hosts_waits(target, monkeypatch):
+    import os
+    import signal
+
+    monkeypatch.delenv(HOST_ID_ENV, raising=False)
+    await (await open_store(target)).aclose()
+    store = await open_store(target)
+    procs = []
+    try:
+        # held by a process of this host, with a lease far from expiring
+        here, here_run = await _owner_process(target, lease=600)
+        procs.append(here)
+        restarted = _manager(store)
+        assert await restarted.recover_orphans() == []  # alive: never touched
+        os.kill(here.pid, signal.SIGKILL)
+        await here.wait()
+        # dead: recovered on the first scan (what a restarted server does at start), lease or not
+        assert await restarted.recover_orphans() == [here_run]
+        run = await store.runs.get(here_run, "u")
+        assert (run.status, run.stop_reason) == ("error", "orphan_recovered")
+        assert "its process died" in run.error["message"]
+
+        # the same, held by "another host": whether that process lives cannot be told from here
+        there, there_run = await _owner_process(target, lease=600, host="another-host", thread="t2")
+        procs.append(there)
+        os.kill(there.pid, signal.SIGKILL)
+        await there.wait()
+        assert await restarted.recover_orphans() == []
+        assert (await store.runs.get(there_run, "u")).status == "running"  # waits for its lease
+        assert not await store.runs.claim_orphan(there_run, error={"message": "no"})
+    finally:
+        for proc in procs:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_new_run_on_a_thread_held_by_a_dead_process_is_admitted_at_once(target, monkeypatch):
+    import os
+    import signal
+
+    monkeypatch.delenv(HOST_ID_ENV, raising=False)
+    await (await open_store(target)).aclose()
+    store = await open_store(target)
+    seen: list[str] = []
+
+    async def on_recovered(run_ids: list[str]) -> None:
+        seen.extend(run_ids)
+
+    try:
+        proc, run_id = await _owner_process(target, lease=600)
+        os.kill(proc.pid, signal.SIGKILL)
+        await proc.wait()
+        manager = RunManager(StreamBridge(64), runs=store.runs, threads=store.threads, on_recovered=on_recovered)
+        gate = asyncio.Event()
+        gate.set()
+        record = await manager.create(thread_id="t", user_id="u", body=_gated(gate))  # reject: no 409
+        await record.wait()
+        assert record.status == "success" and seen == [run_id]
+        assert (await store.runs.get(run_id, "u")).stop_reason == "orphan_recovered"
     finally:
         await store.aclose()

@@ -14,7 +14,7 @@ import pytest
 
 from deerflow_nb.config.paths import Paths
 from deerflow_nb.config.schema import SandboxConfig
-from deerflow_nb.sandbox.owner import _owner_of, owner_alive, process_owner_id
+from deerflow_nb.utils.owner import owner_alive, owner_id_of, process_owner_id
 
 from .conftest import TEST_LIMITS, require
 
@@ -27,7 +27,7 @@ def peer_owner() -> Iterator[Callable[[], tuple[str, subprocess.Popen[bytes]]]]:
     def make() -> tuple[str, subprocess.Popen[bytes]]:
         proc = subprocess.Popen(["sleep", "600"])
         procs.append(proc)
-        return _owner_of(proc.pid), proc
+        return owner_id_of(proc.pid), proc
 
     yield make
     for proc in procs:
