@@ -44,7 +44,7 @@ MULTITASK_STRATEGIES = ("reject", "interrupt", "rollback")
 
 
 def process_owner() -> str:
-    """This process's owner id (``{pid}-{start}-{host}``, see :mod:`deerflow_nb.utils.owner`)."""
+    """The owner id of this process (``{pid}-{start}-{host}``, see :mod:`deerflow_nb.utils.owner`)."""
     return process_owner_id()
 
 

@@ -44,9 +44,9 @@ from deerflow_nb.sandbox.docker_runner import RunnerConnection, is_saturated, re
 from deerflow_nb.sandbox.env_policy import mask_values
 from deerflow_nb.sandbox.isolation import LimitEvents, add_limit_notes, isolated_env
 from deerflow_nb.sandbox.local import LocalSandbox, LocalSandboxProvider
-from deerflow_nb.utils.owner import owner_alive, process_owner_id
 from deerflow_nb.sandbox.paths import VIRTUAL_SKILLS, VIRTUAL_WORKSPACE
 from deerflow_nb.sandbox.warm_pool import WarmPool
+from deerflow_nb.utils.owner import owner_alive, process_owner_id
 
 __all__ = ["DockerSandbox", "DockerSandboxProvider", "connect_docker"]
 

@@ -40,7 +40,7 @@ def _pid_namespace() -> str:
 
 
 def host_tag() -> str:
-    """This host's tag in owner ids (``DEER_FLOW_HOST_ID`` when set, else a hash of host, boot and namespace)."""
+    """The tag of this host in owner ids (``DEER_FLOW_HOST_ID`` when set, else a hash of host, boot and namespace)."""
     named = os.environ.get(HOST_ID_ENV, "").strip()
     if named:
         return "".join(c if c.isalnum() or c in "._" else "_" for c in named)[:64]
