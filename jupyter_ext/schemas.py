@@ -21,6 +21,7 @@ from deerflow_nb.memory.schemas import (
     MemoryImportRequest,
     SummaryUpdateRequest,
 )
+from deerflow_nb.messages import check_message_dict
 from deerflow_nb.runtime.conversation import (
     BranchCheckoutRequest,
     EditRegenerateRequest,
@@ -35,6 +36,8 @@ __all__ = [
     "AssistantSearchRequest",
     "BranchCheckoutRequest",
     "CheckpointRef",
+    "ConfiguredCheckpoint",
+    "HISTORY_PAGE_LIMIT",
     "EditRegenerateRequest",
     "FactCreateRequest",
     "FactDeleteRequest",
@@ -86,10 +89,8 @@ class RunInput(BaseModel):
     @field_validator("messages")
     @classmethod
     def _message(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        for message in value:
+        for i, message in enumerate(value):
             content = message.get("content")
-            if not isinstance(content, str | list):
-                raise ValueError("content must be a string or a list of content blocks")
             if isinstance(content, str) and not content.strip():
                 raise ValueError("content must not be empty")
             unknown = sorted(set(message) - _MESSAGE_KEYS)
@@ -100,17 +101,10 @@ class RunInput(BaseModel):
                     raise ValueError(f"{key} must be 'user' or 'human' (the input is one human message)")
             if "role" not in message and "type" not in message:
                 raise ValueError("the message needs a role ('user') or a type ('human')")
-            for key, kinds, what in _MESSAGE_TYPES:
-                if key in message and not isinstance(message[key], kinds):
-                    raise ValueError(f"{key} must be {what}")
+            if "content" not in message:
+                raise ValueError(f"messages[{i}].content: required")
+            check_message_dict(message, f"messages[{i}]")  # field types and content blocks, as LangChain's
         return value
-
-
-#: The type of each optional input message field, as :data:`_MESSAGE` documents it.
-_MESSAGE_TYPES: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
-    ("additional_kwargs", dict, "an object"), ("response_metadata", dict, "an object"),
-    ("name", (str, type(None)), "a string or null"), ("id", (str, type(None)), "a string or null"),
-    ("example", bool, "a boolean"))
 
 
 class CheckpointRef(BaseModel):
@@ -265,14 +259,42 @@ class ThreadSearchRequest(_Body):
     extract: None = None
 
 
+#: The most checkpoints one history page returns (as in the reference); larger limits are clamped to it.
+HISTORY_PAGE_LIMIT = 100
+
+
+class ConfiguredCheckpoint(BaseModel):
+    """``{"configurable": {...}}``: a checkpoint given as a LangGraph ``RunnableConfig``."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    configurable: CheckpointRef
+
+
 class HistoryRequest(_Body):
     """Body of ``POST /threads/{id}/history``."""
 
-    limit: int = Field(default=10, ge=0, le=1000)
-    before: dict[str, Any] | str | None = None
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    limit: int = Field(default=10, ge=0, description=f"Larger values are clamped to {HISTORY_PAGE_LIMIT}.")
+    before: str | CheckpointRef | ConfiguredCheckpoint | None = Field(
+        default=None, description="Checkpoints older than this one: its id, a Checkpoint or a RunnableConfig.")
     metadata: dict[str, Any] | None = None
     checkpoint: dict[str, Any] | None = None
     select: list[str] | None = None
+
+    @field_validator("limit")
+    @classmethod
+    def _clamp(cls, value: int) -> int:
+        return min(value, HISTORY_PAGE_LIMIT)
+
+    def before_id(self) -> str | None:
+        """The checkpoint id of ``before``."""
+        if isinstance(self.before, ConfiguredCheckpoint):
+            return self.before.configurable.checkpoint_id
+        if isinstance(self.before, CheckpointRef):
+            return self.before.checkpoint_id
+        return self.before
 
 
 class ThreadStateUpdateRequest(_Body):

@@ -146,6 +146,10 @@ def _values(values: Any) -> dict[str, Any]:
     return out
 
 
+#: Checkpoints per ``/history`` call (the route's own cap).
+_HISTORY_PAGE = 100
+
+
 def _history_item(state: Mapping[str, Any]) -> dict[str, Any]:
     """A LangGraph ``ThreadState`` as the history item the in-process backend returns."""
     return {"checkpoint_id": (state.get("checkpoint") or {}).get("checkpoint_id"),
@@ -282,10 +286,16 @@ class HttpBackend:
 
     async def get_history(self, thread_id: str, limit: int | None) -> list[dict[str, Any]]:
         """``POST /threads/{id}/history``, messages as LangChain messages."""
-        if limit == 0:
-            return []
-        items = await self._call(self.sdk.threads.get_history(thread_id, limit=1000 if limit is None else limit))
-        return [_history_item(i) for i in items]
+        items: list[dict[str, Any]] = []
+        before: str | None = None
+        while limit is None or len(items) < limit:  # pages: the route returns at most 100 per call
+            want = _HISTORY_PAGE if limit is None else min(_HISTORY_PAGE, limit - len(items))
+            page = await self._call(self.sdk.threads.get_history(thread_id, limit=want, before=before))
+            items.extend(_history_item(i) for i in page)
+            if len(page) < want:
+                break
+            before = items[-1]["checkpoint_id"]
+        return items
 
     # -- goals ---------------------------------------------------------------------------
     async def get_goal(self, thread_id: str) -> dict[str, Any]:

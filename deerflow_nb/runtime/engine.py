@@ -31,6 +31,7 @@ from deerflow_nb.agent.plugins import AgentPlugin
 from deerflow_nb.config import AppConfig, Paths, get_app_config, load_config, resolve_home, validate_id
 from deerflow_nb.context import SAMPLING_SEED_KEY, RunContext
 from deerflow_nb.errors import NotFoundError, ThreadBusyError, UsageError
+from deerflow_nb.messages import check_content
 from deerflow_nb.persistence import Store, open_store, resolve_database
 from deerflow_nb.runtime.conversation import replay_metadata
 from deerflow_nb.runtime.events import StreamEvent
@@ -490,6 +491,10 @@ class Runtime:
         """The human message that starts a run, tagged with ``run_id``."""
         if isinstance(text, HumanMessage):
             message = text
+            try:  # a HumanMessage holds whatever content it was given: checked as the HTTP input is
+                check_content(message.content, "message.content")
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
         elif isinstance(text, str):
             if not text.strip():
                 raise UsageError("message must not be empty")

@@ -19,6 +19,7 @@ from typing import Annotated, Any, get_args, get_origin, get_type_hints
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from deerflow_nb.errors import UsageError
+from deerflow_nb.messages import check_content, check_message_dict
 
 __all__ = ["WRITABLE", "state_values", "validate_state_update"]
 
@@ -78,6 +79,13 @@ def _messages(value: Any) -> list[Any]:
                 raise UsageError(f"values.messages[{i}].id: a remove needs the id of the message to remove")
             out.append(RemoveMessage(id=item["id"]))
             continue
+        try:
+            if isinstance(item, dict):
+                check_message_dict(item, f"values.messages[{i}]")  # what LangChain would coerce or keep unchecked
+            else:
+                check_content(item.content, f"values.messages[{i}].content")
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
         try:
             out.extend(convert_to_messages([item]))
         except (ValueError, TypeError, KeyError, NotImplementedError) as exc:

@@ -9,9 +9,10 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from deerflow_nb.config import validate_id
-from jupyter_ext.handlers.base import API, DeerFlowHandler, api_method
+from jupyter_ext.handlers.base import API, DeerFlowHandler, api_method, http_error
 from jupyter_ext.handlers.shapes import ASSISTANT, state_json, thread_json
 from jupyter_ext.schemas import (
+    HISTORY_PAGE_LIMIT,
     AssistantSearchRequest,
     HistoryRequest,
     ThreadCompactRequest,
@@ -207,9 +208,7 @@ class ThreadCompactHandler(DeerFlowHandler):
 class ThreadHistoryHandler(DeerFlowHandler):
     """``POST`` / ``GET /threads/{id}/history``."""
 
-    async def _history(self, thread_id: str, limit: int, before: Any) -> None:
-        if isinstance(before, dict):
-            before = (before.get("configurable") or before).get("checkpoint_id")
+    async def _history(self, thread_id: str, limit: int, before: str | None) -> None:
         items = await self.service.call(self.service.engine.get_history(thread_id, limit, self.user_id,
                                                                         before=before))
         self.write_json([state_json(thread_id, item) for item in items])
@@ -220,15 +219,18 @@ class ThreadHistoryHandler(DeerFlowHandler):
     async def post(self, thread_id: str) -> None:
         """Checkpoints, newest first (``limit`` 0 gives none)."""
         body = self.parse(HistoryRequest)
-        await self._history(thread_id, body.limit, body.before)
+        await self._history(thread_id, body.limit, body.before_id())
 
     @web.authenticated
     @authorized
     @api_method
     async def get(self, thread_id: str) -> None:
         """Checkpoints, newest first (``?limit=``, ``?before=``)."""
-        limit = self.query_int("limit", 10, ge=0, le=1000)
-        await self._history(thread_id, limit, self.get_query_argument("before", None))
+        limit = min(self.query_int("limit", 10, ge=0, le=2**31), HISTORY_PAGE_LIMIT)  # clamped, as the body's
+        before = self.get_query_argument("before", None, strip=False) or None
+        if before is not None and not 0 < len(before) <= 200:
+            raise http_error(422, "query before: a checkpoint id of at most 200 characters", "Unprocessable Entity")
+        await self._history(thread_id, limit, before)
 
 
 _T = r"(?P<thread_id>[^/]+)"

@@ -226,3 +226,18 @@ def test_rename_thread_and_active_run(agent):
     with pytest.raises(df.RunError):
         run.wait()
     assert thread.active_run() is None
+
+
+@pytest.mark.parametrize(("message", "field"), [
+    ({"type": "human", "content": [{"type": "image_url", "image_url": 5}]}, "values.messages[0].content[0].image_url"),
+    ({"type": "ai", "content": "x", "tool_calls": [{"name": "f", "args": "x", "id": "1"}]},
+     "values.messages[0].tool_calls[0].args"),
+    ({"type": "human", "content": "x", "additional_kwargs": []}, "values.messages[0].additional_kwargs"),
+])
+def test_malformed_messages_in_a_state_update_are_refused_alike(agent, message, field):
+    thread = agent.thread()
+    assert thread.chat("hello six") == "Answer to six."
+    head = thread.history(limit=1)[0]["checkpoint_id"]
+    with pytest.raises(UsageError, match=field.replace("[", r"\[").replace("]", r"\]")):
+        thread.update_state({"messages": [message]})
+    assert thread.history(limit=1)[0]["checkpoint_id"] == head  # nothing written
