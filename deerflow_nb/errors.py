@@ -12,6 +12,7 @@ Hierarchy::
     │   ├── ModelNotFoundError         (unknown model name)
     │   ├── NoModelConfiguredError     (no model configured and no embedded default)
     │   ├── SyncInAsyncError           (a sync twin called from the private loop)
+    │   ├── SkillInstallError          (a .skill archive was refused; the message names the entry)
     │   └── ConflictError              (the request conflicts with what exists)
     │       ├── ThreadBusyError        (a second run on a busy thread)
     │       └── CheckpointModeMismatchError (a full-mode process opened a delta-mode thread)
@@ -64,6 +65,7 @@ __all__ = [
     "SandboxError",
     "SandboxPathError",
     "SandboxTimeoutError",
+    "SkillInstallError",
     "SyncInAsyncError",
     "error_for",
     "register_error",
@@ -86,6 +88,10 @@ class DeerFlowError(Exception):
 
 class UsageError(DeerFlowError):
     """The API was used wrongly; the message says how to fix the call."""
+
+
+class SkillInstallError(UsageError):
+    """A ``.skill`` archive was refused; the message says why, naming the entry (nothing was written)."""
 
 
 class ConfigError(UsageError):
@@ -298,5 +304,5 @@ def error_for(status: int, message: str, error_type: str | None = None) -> DeerF
 
 for _cls in (DeerFlowError, UsageError, ConfigError, ModelNotFoundError, NoModelConfiguredError, ThreadBusyError,
              ConflictError, PayloadTooLargeError, CheckpointModeMismatchError, CheckpointModeReconfigurationError,
-             NotFoundError, SandboxError, SandboxPathError, SandboxTimeoutError, AdminRequiredError):
+             NotFoundError, SandboxError, SandboxPathError, SandboxTimeoutError, AdminRequiredError, SkillInstallError):
     register_error(_cls)

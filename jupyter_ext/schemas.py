@@ -27,6 +27,7 @@ from deerflow_nb.runtime.conversation import (
     EditRegenerateRequest,
     ForkRequest,
     RegenerateRequest,
+    ThreadCompactRequest,
 )
 from deerflow_nb.runtime.goal import GoalSetRequest
 from deerflow_nb.runtime.schedule_schemas import ScheduledTaskCreateRequest
@@ -351,13 +352,6 @@ class FeedbackRequest(_Body):
 
     rating: Literal[-1, 1]
     comment: str | None = Field(default=None, max_length=10_000)
-
-
-class ThreadCompactRequest(_Body):
-    """Body of ``POST /threads/{id}/compact`` (``thread.compact``); may be empty."""
-
-    keep_messages: int | None = Field(default=None, ge=1, le=10_000,
-                                      description="recent messages kept (default: summarization.keep_messages)")
 
 
 class ThreadCompactResponse(BaseModel):

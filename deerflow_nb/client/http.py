@@ -44,8 +44,6 @@ CLIENT_STREAM_MODES = ["values", "messages-tuple", "updates", "custom", "end", "
 _WAIT_STREAM_MODES = ["messages-tuple", "end"]
 _CHUNK_ONLY = ("tool_call_chunks", "chunk_position")
 
-_RUN_OPTIONS = frozenset({"model_name", "thinking_enabled", "plan_mode", "subagent_enabled", "recursion_limit",
-                          "non_interactive", "timeout", "max_concurrent_subagents"})
 #: DeerFlow routes without a thread: name -> (method, path, what the remaining arguments are).
 #: ``{}`` in the path takes the first argument; then ``""``: nothing more, ``"*"``: the JSON body,
 #: another string: the one field of the body, a tuple: query parameters in that order.
@@ -234,8 +232,8 @@ class HttpBackend:
     async def list_threads(self, limit: int | None) -> list[dict[str, Any]]:
         """``POST /threads/search``."""
         rows = await self._call(self.sdk.threads.search(limit=limit or 1000))
-        return [{"thread_id": r["thread_id"], "title": r.get("title"), "created_at": r["created_at"],
-                 "updated_at": r["updated_at"], "status": r["status"]} for r in rows]
+        return [{"thread_id": r["thread_id"], "title": r.get("title"), "status": r["status"],
+                 "created_at": r["created_at"], "updated_at": r["updated_at"]} for r in rows]
 
     async def delete_thread(self, thread_id: str) -> None:
         """``DELETE /threads/{id}``."""
@@ -339,9 +337,9 @@ class HttpBackend:
                         secrets: Mapping[str, str] | None, *, stream_tokens: bool,
                         checkpoint_id: str | None = None, metadata: Mapping[str, Any] | None = None) -> str:
         """``POST /threads/{id}/runs`` (secrets, a DeerFlow field, go in the body over ``httpx``)."""
-        unknown = set(options) - _RUN_OPTIONS
-        if unknown:
-            raise UsageError(f"unknown run option(s): {', '.join(sorted(unknown))}; known: {', '.join(_RUN_OPTIONS)}")
+        from deerflow_nb.runtime.engine import check_run_option_names
+
+        check_run_option_names(options)
         context = {k: v for k, v in options.items() if k != "recursion_limit" and v is not None}
         config = {"recursion_limit": options["recursion_limit"]} if options.get("recursion_limit") else None
         payload = {"messages": [message_payload(message)]}
@@ -396,7 +394,7 @@ class HttpBackend:
 
     async def wait_run(self, thread_id: str, run_id: str) -> RunOutcome:
         """Fold the run's stream (replayed from the start) into its outcome."""
-        from deerflow_nb.runtime.streaming import final_text_of
+        from deerflow_nb.runtime.streaming import final_text_of_run
 
         texts: dict[str, str] = {}
         end: dict[str, Any] | None = None
@@ -420,7 +418,7 @@ class HttpBackend:
             status = "error"
         text = next(reversed(texts.values()), "")
         if status == "success" and (gaps or not texts):  # deltas missing (finished long ago, or a gap): use the state
-            text = final_text_of(list((await self.get_state(thread_id)).get("messages", [])))
+            text = final_text_of_run(list((await self.get_state(thread_id)).get("messages", [])), run_id)
         return RunOutcome(run_id, status, text, end.get("stop_reason"), error or end.get("error"), end)
 
     async def run_status(self, thread_id: str, run_id: str) -> str:
@@ -452,7 +450,10 @@ class HttpBackend:
     # -- files and usage -----------------------------------------------------------------
     async def upload(self, thread_id: str, files: list[UploadSource]) -> dict[str, Any]:
         """``POST /threads/{id}/uploads`` (multipart); local paths or ``(name, bytes)`` pairs."""
+        from deerflow_nb.uploads.store import check_upload_sources
+
         def read() -> list[tuple[str, tuple[str, bytes]]]:
+            check_upload_sources(files)  # refused as the embedded client refuses, before anything is sent
             parts = []
             for item in files:
                 if isinstance(item, tuple):
@@ -460,8 +461,6 @@ class HttpBackend:
                     parts.append(("files", (str(name), bytes(content))))
                     continue
                 path = Path(os.fspath(item)).expanduser()
-                if not path.is_file():
-                    raise (UsageError if path.exists() else NotFoundError)(f"cannot upload {path}: not a file")
                 parts.append(("files", (path.name, path.read_bytes())))
             return parts
 
@@ -476,11 +475,13 @@ class HttpBackend:
 
     async def delete_upload(self, thread_id: str, filename: str) -> dict[str, Any]:
         """``DELETE /threads/{id}/uploads/{name}``."""
-        return dict(await self.request("DELETE", f"/threads/{thread_id}/uploads/{filename}"))
+        return dict(await self.request("DELETE", f"/threads/{thread_id}/uploads/{quote(filename, safe='')}"))
 
     async def artifact(self, thread_id: str, path: str) -> tuple[bytes, str]:
-        """``GET /threads/{id}/artifacts/{path}``."""
-        response = await self.http.get(f"/threads/{thread_id}/artifacts/{path.lstrip('/')}")
+        """``GET /threads/{id}/artifacts/{path}``: the path sent as it is (one escaped segment); the server decides."""
+        if not isinstance(path, str):
+            raise UsageError(f"artifact path must be a string, got {type(path).__name__}")
+        response = await self.http.get(f"/threads/{thread_id}/artifacts/{quote(path, safe='')}")
         raise_for(response)
         return response.content, response.headers.get("Content-Type", "application/octet-stream")
 
@@ -504,9 +505,9 @@ class HttpBackend:
 
     async def install_skill(self, archive: str | os.PathLike[str]) -> dict[str, Any]:
         """``POST /skills/install`` (multipart ``file``)."""
-        path = Path(os.fspath(archive)).expanduser()
-        if not await asyncio.to_thread(path.is_file):
-            raise NotFoundError(f"skill archive {path} not found")
+        from deerflow_nb.skills.installer import archive_path
+
+        path = await asyncio.to_thread(archive_path, archive)
         content = await asyncio.to_thread(path.read_bytes)
         response = await self.http.post("/skills/install", files=[("file", (path.name, content))])
         raise_for(response)

@@ -12,6 +12,7 @@ from deerflow_nb.client.backend import RunOutcome
 from deerflow_nb.errors import NotFoundError, UsageError
 from deerflow_nb.runtime.run_manager import CancelOutcome
 from deerflow_nb.runtime.stream_bridge import BridgeEvent
+from deerflow_nb.runtime.streaming import final_text_of_run
 
 if TYPE_CHECKING:
     from langchain_core.messages import HumanMessage
@@ -175,22 +176,29 @@ class LocalBackend:
         record = self._record(run_id)
         if record is None:
             info = await self.runtime.runs.get(run_id, self.user_id)
-            if info is None:
+            if info is None or info.thread_id != thread_id:
                 raise NotFoundError(f"run {run_id!r} not found")
+            if info.status in {"pending", "running"}:  # executed by another process: wait for its row
+                info = await self.runtime.runs.wait_stored(run_id, self.user_id) or info
+            text = ""
+            if info.status == "success":  # finished here long ago, or elsewhere: its answer is in the state
+                text = final_text_of_run(list((await self.get_state(thread_id)).get("messages", [])), run_id)
             return RunOutcome(run_id, info.status, stop_reason=info.stop_reason, error=info.error,
-                              final_text="")
+                              final_text=text)
         await record.wait()
         status = record.status if record.end_data is not None or record.status != "success" else "error"
         return RunOutcome(run_id, status, record.final_text, record.stop_reason, record.error,
                           dict(record.end_data or {}))
 
     async def run_status(self, thread_id: str, run_id: str) -> str:
-        """The run's status."""
+        """The run's status (:class:`NotFoundError` when the thread has no such run of this user)."""
         record = self._record(run_id)
-        if record is not None:
+        if record is not None and record.thread_id == thread_id and record.user_id == self.user_id:
             return record.status
         info = await self.runtime.runs.get(run_id, self.user_id)
-        return info.status if info is not None else "unknown"
+        if info is None or info.thread_id != thread_id:
+            raise NotFoundError(f"run {run_id!r} not found")
+        return info.status
 
     async def cancel_run(self, thread_id: str, run_id: str, action: str) -> str:
         """Cancel through the run manager."""

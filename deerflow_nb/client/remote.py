@@ -4,8 +4,9 @@
 Inside a kernel it finds its own server: under JupyterHub from ``JUPYTERHUB_SERVICE_URL``
 + ``JUPYTERHUB_API_TOKEN``, otherwise from the running-server files Jupyter writes (the
 server whose process started this kernel). ``RemoteDeerFlow``, ``RemoteThread`` and
-``RemoteRun`` still import, with a ``DeprecationWarning``: they are ``DeerFlow``,
-``Thread`` and ``Run``.
+``RemoteRun`` still import and work, with a ``DeprecationWarning``: ``RemoteDeerFlow(url, token)``
+is ``DeerFlow.connect(url, token)``, ``RemoteThread(client, thread_id)`` is ``client.thread(thread_id)``
+and ``RemoteRun(client, thread_id, run_id)`` is ``client.thread(thread_id).run(run_id)``.
 """
 
 from __future__ import annotations
@@ -80,6 +81,16 @@ def _remote_deerflow() -> type:
     return RemoteDeerFlow
 
 
+def _remote_thread(client: Any, thread_id: str | None = None) -> Any:
+    """Deprecated ``RemoteThread(client, thread_id)``: ``client.thread(thread_id)``."""
+    return client.thread(thread_id)
+
+
+def _remote_run(client: Any, thread_id: str, run_id: str) -> Any:
+    """Deprecated ``RemoteRun(client, thread_id, run_id)``: ``client.thread(thread_id).run(run_id)``."""
+    return client.thread(thread_id).run(run_id)
+
+
 def __getattr__(name: str) -> Any:
     if name in {"RemoteDeerFlow", "RemoteThread", "RemoteRun"}:
         new = {"RemoteDeerFlow": "DeerFlow.connect()", "RemoteThread": "Thread", "RemoteRun": "Run"}[name]
@@ -87,7 +98,5 @@ def __getattr__(name: str) -> Any:
                       DeprecationWarning, stacklevel=2)
         if name == "RemoteDeerFlow":
             return _remote_deerflow()
-        from deerflow_nb.client import Run, Thread
-
-        return Thread if name == "RemoteThread" else Run
+        return _remote_thread if name == "RemoteThread" else _remote_run
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -115,6 +115,25 @@ class Thread:
         run_id = await self._backend.active_run(self.id)
         return Run(self._backend, self.id, run_id) if run_id is not None else None
 
+    async def _arun(self, run_id: str) -> Run:
+        if not isinstance(run_id, str) or not run_id:
+            raise UsageError(f"run_id must be a non-empty string, got {run_id!r}")
+        await self._backend.run_status(self.id, run_id)  # NotFoundError: no such run on this thread
+        return Run(self._backend, self.id, run_id)
+
+    def run(self, run_id: str) -> Run:
+        """A :class:`Run` for any run of this thread, live or finished, started by anyone.
+
+        ``wait()`` gives its outcome; ``events()`` replays what the stream bridge still holds
+        (``thread.run_events(run_id)`` reads the journal of a run finished long ago). Raises
+        :class:`~deerflow_nb.errors.NotFoundError` when the thread has no such run.
+        """
+        return self._loop.run(self._arun(run_id), method="Thread.run")
+
+    async def arun(self, run_id: str) -> Run:
+        """Async twin of :meth:`run`."""
+        return await self._loop.arun(self._arun(run_id))
+
     def active_run(self) -> Run | None:
         """The thread's run that is still going (started by anyone, e.g. from a kernel since restarted), or ``None``.
 

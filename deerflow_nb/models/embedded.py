@@ -44,6 +44,7 @@ from deerflow_nb.models.toolcall_parser import parse_tool_calls
 from deerflow_nb.models.toolcall_stream import TOOL_KWARGS, ChunkFilter, only_repeats, tool_names_from_kwargs
 from deerflow_nb.models.weights import EMBEDDED_INSTALL_HINT, ensure_weights
 from deerflow_nb.runtime.progress import MODEL_PROGRESS
+from deerflow_nb.utils.custom_events import emit_custom_event
 
 __all__ = [
     "DEFAULT_MODEL_NAME",
@@ -446,7 +447,7 @@ def _progress_reporter(every: int = 8) -> Any:
             return
         count += 1
         if count == 1 or count % every == 0:
-            writer({"type": MODEL_PROGRESS, "tokens": count})
+            emit_custom_event({"type": MODEL_PROGRESS, "tokens": count}, writer)
 
     return report
 

@@ -172,6 +172,12 @@ class RunStore:
 
         await self._db.write(update)
 
+    async def try_start(self, run_id: str) -> bool:
+        """Move an admitted run from ``pending`` to ``running``; ``False`` if it is no longer pending (cancelled)."""
+        stmt = (sa.update(_R).where(_R.c.run_id == run_id, _R.c.status == "pending")
+                .values(status="running", updated_at=time.time()))
+        return bool(await self._db.write(lambda conn: conn.execute(stmt).rowcount))
+
     async def get(self, run_id: str, user_id: str | None) -> RunInfo | None:
         """The run, if it exists and (when ``user_id`` is given) belongs to that user."""
         row = await self._db.read(lambda conn: _first(conn, sa.select(_R).where(_R.c.run_id == run_id)))

@@ -7,6 +7,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -33,9 +34,9 @@ class ThreadRecord:
     assistant_id: str = "lead_agent"
 
     def to_dict(self) -> dict[str, Any]:
-        """The embedded client's ``threads()`` item."""
-        return {"thread_id": self.thread_id, "user_id": self.user_id, "title": self.title,
-                "created_at": self.created_at, "updated_at": self.updated_at}
+        """The ``threads()`` item: ``thread_id``, ``title``, ``status`` and ISO 8601 UTC times (as over HTTP)."""
+        return {"thread_id": self.thread_id, "title": self.title, "status": self.status,
+                "created_at": _iso(self.created_at), "updated_at": _iso(self.updated_at)}
 
     @classmethod
     def from_mapping(cls, row: Mapping[str, Any]) -> ThreadRecord:
@@ -230,3 +231,7 @@ class ThreadStore:
         await self.get(thread_id, user_id)
         self.forget(thread_id)
         await self._db.write(lambda conn: conn.execute(sa.delete(_T).where(_T.c.thread_id == thread_id)))
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).isoformat()

@@ -43,6 +43,7 @@ __all__ = [
     "REPLAY_KINDS",
     "Branch",
     "BranchCheckoutRequest",
+    "ThreadCompactRequest",
     "BranchFork",
     "BranchesResponse",
     "Conversations",
@@ -67,6 +68,13 @@ _FORK_CHANNELS = ("messages", "title", "artifacts", "todos", "summary_text", "de
 # -- bodies and answers (the routes validate and document the same models) -----------------
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class ThreadCompactRequest(_Strict):
+    """Body of ``POST /threads/{id}/compact`` (``thread.compact``); may be empty."""
+
+    keep_messages: int | None = Field(default=None, ge=1, le=10_000,
+                                      description="recent messages kept (default: summarization.keep_messages)")
 
 
 class RegenerateRequest(_Strict):
@@ -338,14 +346,14 @@ class Conversations:
         """
         from deerflow_nb.runtime.gateway import validated
 
-        request = validated(RegenerateRequest, body or {}, "regenerate request")
+        request = validated(RegenerateRequest, body or {})
         return await self._prepare(thread_id, user_id, "regenerate", request.run_id, None, None)
 
     async def prepare_edit(self, thread_id: str, user_id: str, body: Any) -> dict[str, Any]:
         """What replacing a human message and rerunning from there needs (a :class:`PreparedReplay`)."""
         from deerflow_nb.runtime.gateway import validated
 
-        request = validated(EditRegenerateRequest, body, "edit request")
+        request = validated(EditRegenerateRequest, body)
         return await self._prepare(thread_id, user_id, "edit", None, request.message_id, request.content)
 
     # -- branches ----------------------------------------------------------------------------
@@ -402,7 +410,7 @@ class Conversations:
         """
         from deerflow_nb.runtime.gateway import validated
 
-        request = validated(BranchCheckoutRequest, body, "checkout request")
+        request = validated(BranchCheckoutRequest, body)
         self._idle(thread_id, "switch branches")
         store, tree = await self._tree(thread_id, user_id)
         tip = tree.tips.get(request.branch_id)
@@ -428,7 +436,7 @@ class Conversations:
         from deerflow_nb.runtime.state_update import state_values
         from deerflow_nb.runtime.worker import marker_graph
 
-        request = validated(ForkRequest, body, "fork request")
+        request = validated(ForkRequest, body)
         store = await self.runtime.store()
         item = await self.runtime._checkpoint_tuple(store, thread_id, user_id, request.checkpoint_id)
         values = state_values(await materialized_values(store.checkpointer, item))

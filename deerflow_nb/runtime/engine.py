@@ -15,7 +15,7 @@ import contextvars
 import hashlib
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -124,12 +124,17 @@ class RunOptions:
 
     def merged(self, **overrides: Any) -> RunOptions:
         """A copy with the non-``None`` overrides applied (unknown names and invalid values are an error)."""
-        unknown = set(overrides) - set(self.__dataclass_fields__)
-        if unknown:
-            raise UsageError(f"unknown run option(s): {', '.join(sorted(unknown))}; "
-                             f"known: {', '.join(self.__dataclass_fields__)}")
+        check_run_option_names(overrides)
         check_max_concurrent_subagents(overrides.get("max_concurrent_subagents"))
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def check_run_option_names(options: Iterable[str]) -> None:
+    """:class:`UsageError` naming the options :class:`RunOptions` does not have (both modes check with this)."""
+    known = RunOptions.__dataclass_fields__
+    unknown = set(options) - set(known)
+    if unknown:
+        raise UsageError(f"unknown run option(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
 
 
 def check_max_concurrent_subagents(value: Any) -> None:
@@ -880,11 +885,11 @@ class Runtime:
         from langchain_core.messages import RemoveMessage
 
         from deerflow_nb.agent.middlewares.summarization import split_for_summary, summarize
+        from deerflow_nb.runtime.conversation import ThreadCompactRequest
+        from deerflow_nb.runtime.gateway import validated
 
         user_id = user_id or self.user_id
-        if keep_messages is not None and (isinstance(keep_messages, bool) or not isinstance(keep_messages, int)
-                                          or keep_messages < 1):
-            raise UsageError(f"keep_messages must be a positive integer, got {keep_messages!r}")
+        keep_messages = validated(ThreadCompactRequest, {"keep_messages": keep_messages}).keep_messages
         store = await self.store()
         await store.get_thread(thread_id, user_id)
         busy = ThreadBusyError(f"thread {thread_id!r} has a run in progress; compact it when the run ends")
@@ -935,6 +940,10 @@ class Runtime:
         user_id = user_id or self.user_id
         store = await self.store()
         await store.get_thread(thread_id, user_id)
+        if run_id is not None:
+            info = await self.runs.get(run_id, user_id)
+            if info is None or info.thread_id != thread_id:
+                raise NotFoundError(f"run {run_id!r} not found")
         entries = await store.events.list(user_id, thread_id=thread_id, run_id=run_id, event_type=event_type)
         return [e.to_dict() for e in entries]
 

@@ -32,7 +32,7 @@ _FACT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 M = TypeVar("M", bound=BaseModel)
 
 
-def validated(model: type[M], data: M | Mapping[str, Any], what: str) -> M:
+def validated(model: type[M], data: M | Mapping[str, Any]) -> M:
     """``data`` as ``model`` (strict); :class:`UsageError` naming the bad field otherwise.
 
     The HTTP handlers validate the same models first (422 naming the field), so an embedded
@@ -40,11 +40,26 @@ def validated(model: type[M], data: M | Mapping[str, Any], what: str) -> M:
     """
     if isinstance(data, model):
         return data
+    if not isinstance(data, Mapping):
+        raise UsageError(f"body: must be an object, got {json_type(data)}")
     try:
         return model.model_validate(data, strict=True)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or what}: {e['msg']}" for e in exc.errors())
-        raise UsageError(f"invalid {what}: {problems}") from None
+        raise UsageError(validation_message(exc)) from None
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of ``value``'s type (``object``, ``array``, ``string``, ...)."""
+    for kinds, name in ((Mapping, "object"), (bool, "boolean"), (int | float, "number"), (str, "string"),
+                        (list | tuple, "array"), (type(None), "null")):
+        if isinstance(value, kinds):
+            return name
+    return type(value).__name__
+
+
+def validation_message(exc: ValidationError) -> str:
+    """``field: problem; ...`` of a refused body: the message of both modes (and of the 422 answer)."""
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors())
 
 
 def check_search(query: Any, limit: Any) -> None:
@@ -203,7 +218,7 @@ class Gateway:
         """Replace memory with an export (``POST /memory/import``); validated first; returns the data."""
         from deerflow_nb.memory.schemas import MemoryImportRequest
 
-        body = validated(MemoryImportRequest, data, "memory import")
+        body = validated(MemoryImportRequest, data)
         self._storage(user_id).import_(body.model_dump(exclude_none=True))
         self._changed()
         return self.memory_data(user_id)
@@ -228,7 +243,7 @@ class Gateway:
         """Remember a fact (``POST /memory/facts``); known content returns the existing fact."""
         from deerflow_nb.memory.schemas import FactCreateRequest
 
-        body = validated(FactCreateRequest, data, "fact")
+        body = validated(FactCreateRequest, data)
         fact = self._storage(user_id).add_fact(body.content, category=body.category, confidence=body.confidence,
                                                source="manual")
         self._changed()
@@ -239,7 +254,7 @@ class Gateway:
         from deerflow_nb.memory.schemas import FactUpdateRequest
         from deerflow_nb.memory.storage import CACHED
 
-        body = validated(FactUpdateRequest, data, "fact update")
+        body = validated(FactUpdateRequest, data)
         expected = body.expected_revision if "expected_revision" in body.model_fields_set else CACHED
         fact = self._storage(user_id).update_fact(check_fact_id(fact_id), content=body.content,
                                                   category=body.category, confidence=body.confidence,
@@ -252,7 +267,7 @@ class Gateway:
         from deerflow_nb.memory.schemas import FactDeleteRequest, FactDeleteResponse
         from deerflow_nb.memory.storage import CACHED
 
-        body = validated(FactDeleteRequest, data or {}, "fact delete")
+        body = validated(FactDeleteRequest, data or {})
         expected = body.expected_revision if "expected_revision" in body.model_fields_set else CACHED
         self._storage(user_id).delete_fact(check_fact_id(fact_id), expected_revision=expected)
         self._changed()
@@ -263,7 +278,7 @@ class Gateway:
         from deerflow_nb.memory.document import section_of
         from deerflow_nb.memory.schemas import SummaryUpdateRequest
 
-        body = validated(SummaryUpdateRequest, data, "summary")
+        body = validated(SummaryUpdateRequest, data)
         section_of(section)  # an unknown section is refused before anything is written
         document = self._storage(user_id).update_summary({section: body.text})
         self._changed()

@@ -328,7 +328,7 @@ class Goals:
         """Replace the thread's goal (its continuation count starts again)."""
         from deerflow_nb.runtime.gateway import validated
 
-        request = validated(GoalSetRequest, {"objective": objective, "max_continuations": max_continuations}, "goal")
+        request = validated(GoalSetRequest, {"objective": objective, "max_continuations": max_continuations})
         goal = new_goal(request.objective, request.max_continuations)
         await self._write(thread_id, user_id, goal)
         return GoalResponse.model_validate({"goal": goal}).model_dump()

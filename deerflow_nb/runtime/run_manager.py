@@ -1,9 +1,10 @@
 """``RunManager``: admission, execution, cancellation and recovery of runs.
 
 Statuses: ``pending`` → ``running`` → ``success`` | ``error`` | ``timeout`` | ``interrupted``.
-A run is admitted by inserting its row, already ``running`` since it starts at once
-(the record handed back still says ``pending`` until its task runs): the partial
-unique index on ``runs`` lets at most one active run per thread win, across processes. Multitask
+A run is admitted by inserting its row ``pending`` (its thread ``running``): the partial unique
+index on ``runs`` lets at most one active run per thread win, across processes. Its task moves it
+to ``running`` when it starts (:meth:`RunStore.try_start`, as the reference's ``try_start``); a run
+cancelled before that ends ``interrupted`` without ever showing ``running``. Multitask
 strategies: ``reject`` (default; a busy thread raises
 :class:`~deerflow_nb.errors.ThreadBusyError`), ``interrupt`` (cancel the active run
 first, also one that another process executes: through the database, see :meth:`RunManager.cancel`) and
@@ -193,10 +194,10 @@ class RunManager:
                                metadata=dict(metadata or {}), kwargs=dict(kwargs or {}), on_rollback=on_rollback)
             record.owner = self.owner
             if self._runs is not None:
-                # the run starts at once: stored as running (its thread too) in the admitting
-                # transaction; the unique index decides races between processes
+                # stored pending (its thread running) in the admitting transaction; the unique
+                # index decides races between processes
                 try:
-                    await self._runs.create(record, status="running", thread_status="running",
+                    await self._runs.create(record, status="pending", thread_status="running",
                                             lease_seconds=self.lease_seconds)
                 except ThreadBusyError:  # the thread's active run is another process's
                     if await self._recover_dead_holder(thread_id, user_id):
@@ -205,7 +206,7 @@ class RunManager:
                         raise
                     else:
                         await self._stop_elsewhere(thread_id, user_id, multitask_strategy)
-                    await self._runs.create(record, status="running", thread_status="running",
+                    await self._runs.create(record, status="pending", thread_status="running",
                                             lease_seconds=self.lease_seconds)
                 if self._threads is not None:
                     self._threads.mark_saved(thread_id)  # a new thread's row came with the admission
@@ -270,6 +271,11 @@ class RunManager:
         status = "error"
         ticker = ProgressTicker(lambda event: self.bridge.publish(record.run_id, event))
         try:
+            if self._runs is not None and not await self._runs.try_start(record.run_id):
+                # its row left ``pending`` meanwhile (recovered by another process, or deleted with
+                # its thread): the outcome is no longer ours to store
+                record.lease_lost = True
+                raise asyncio.CancelledError
             record.status = "running"
             ticker.start()
             async with asyncio.timeout(timeout):

@@ -95,7 +95,7 @@ class ScheduledTaskService:
     # -- definitions ---------------------------------------------------------------------
     async def create(self, user_id: str, data: Any) -> dict[str, Any]:
         """Store a new task (validated first; a reused thread must be the user's); its ``GET`` shape."""
-        body = validated(ScheduledTaskCreateRequest, data, "scheduled task")
+        body = validated(ScheduledTaskCreateRequest, data)
         store = await self.runtime.store()
         if body.thread_id is not None:
             await store.get_thread(body.thread_id, user_id)  # another user's thread is not found

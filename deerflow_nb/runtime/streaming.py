@@ -16,14 +16,14 @@ from itertools import compress
 from operator import attrgetter
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from deerflow_nb.runtime.events import StreamEvent
 from deerflow_nb.runtime.serialize import MessageCache, message_text, serialize_message, serialize_state
 from deerflow_nb.utils.memo import changed_positions
 
-__all__ = ["STREAM_SUBGRAPHS_KEY", "SUBGRAPH_FRAME", "StreamConverter", "final_text_of", "pending_input_of",
-           "stream_metadata", "subgraph_frame"]
+__all__ = ["STREAM_SUBGRAPHS_KEY", "SUBGRAPH_FRAME", "StreamConverter", "final_text_of", "final_text_of_run",
+           "pending_input_of", "stream_metadata", "subgraph_frame"]
 
 #: ``RunContext.extra`` key, ``True`` for a run started with ``stream_subgraphs``
 #: (:meth:`Runtime.start_run`): the ``task`` tool's subagents forward their frames
@@ -224,3 +224,18 @@ def final_text_of(messages: list[BaseMessage]) -> str:
         if isinstance(m, AIMessage):
             return message_text(m)
     return ""
+
+
+def final_text_of_run(messages: list[BaseMessage], run_id: str) -> str:
+    """Text of the last AI message ``run_id`` produced: after its human message, before the next run's.
+
+    Runs tag the human message that starts them (``additional_kwargs["run_id"]``); a run whose
+    message is not in ``messages`` (another branch, compacted away) gives ``""``.
+    """
+    start = next((i for i, m in enumerate(messages)
+                  if isinstance(m, HumanMessage) and m.additional_kwargs.get("run_id") == run_id), None)
+    if start is None:
+        return ""
+    end = next((i for i in range(start + 1, len(messages)) if isinstance(messages[i], HumanMessage)
+                and messages[i].additional_kwargs.get("run_id") not in (None, run_id)), len(messages))
+    return final_text_of(messages[start + 1:end])

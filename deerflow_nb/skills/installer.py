@@ -22,21 +22,17 @@ import zlib
 from collections.abc import Collection
 from pathlib import Path, PurePosixPath
 
-from deerflow_nb.errors import UsageError
+from deerflow_nb.errors import NotFoundError, SkillInstallError
 from deerflow_nb.skills.parser import SkillFormatError, parse_skill_file, parse_skill_text
 from deerflow_nb.skills.types import SKILL_FILE, Skill
 
-__all__ = ["MAX_FILES", "MAX_UNCOMPRESSED_BYTES", "SkillInstallError", "install_skill_archive"]
+__all__ = ["MAX_FILES", "MAX_UNCOMPRESSED_BYTES", "SkillInstallError", "archive_path", "install_skill_archive"]
 
 MAX_FILES = 500
 MAX_UNCOMPRESSED_BYTES = 50 * 1024 * 1024
 _MAX_SKILL_MD = 1024 * 1024
 _DRIVE_RE = re.compile(r"^[A-Za-z]:")
 _CHUNK = 1 << 16
-
-
-class SkillInstallError(UsageError):
-    """An archive was rejected; the message says why (nothing was written)."""
 
 
 def _entry_parts(info: zipfile.ZipInfo, archive: Path) -> tuple[str, ...]:
@@ -68,10 +64,19 @@ def _plan(zf: zipfile.ZipFile, archive: Path) -> tuple[list[tuple[zipfile.ZipInf
         raise SkillInstallError(f"{archive.name}: {total} bytes uncompressed; at most "
                                 f"{MAX_UNCOMPRESSED_BYTES} are allowed")
     files = []
+    seen: dict[tuple[str, ...], str] = {}
     for info in infos:
         parts = _entry_parts(info, archive)
         if not info.is_dir():
+            if parts in seen:
+                raise SkillInstallError(f"{archive.name}: entry {info.filename!r} appears twice")
+            seen[parts] = info.filename
             files.append((info, parts))
+    for parts, name in seen.items():  # a file that is also another entry's folder
+        for depth in range(1, len(parts)):
+            if parts[:depth] in seen:
+                raise SkillInstallError(f"{archive.name}: entry {name!r} is inside {seen[parts[:depth]]!r}, "
+                                        "which is a file")
     roots = {parts[0] for _, parts in files}
     if any(parts == (SKILL_FILE,) for _, parts in files):
         prefix: tuple[str, ...] = ()
@@ -88,16 +93,31 @@ def _extract(zf: zipfile.ZipFile, files: list[tuple[zipfile.ZipInfo, tuple[str, 
     budget = MAX_UNCOMPRESSED_BYTES
     for info, parts in files:
         target = dest.joinpath(*parts[len(prefix):])
-        target.parent.mkdir(parents=True, exist_ok=True)
         executable = bool((info.external_attr >> 16) & 0o111)
-        with zf.open(info) as src, open(target, "xb") as out:  # "x": never follow or reuse a path
-            while chunk := src.read(_CHUNK):
-                budget -= len(chunk)
-                if budget < 0:
-                    raise SkillInstallError(f"{archive.name}: more than {MAX_UNCOMPRESSED_BYTES} bytes "
-                                            "uncompressed (the archive's sizes are wrong)")
-                out.write(chunk)
-        os.chmod(target, 0o755 if executable else 0o644)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(info) as src, open(target, "xb") as out:  # "x": never follow or reuse a path
+                while chunk := src.read(_CHUNK):
+                    budget -= len(chunk)
+                    if budget < 0:
+                        raise SkillInstallError(f"{archive.name}: more than {MAX_UNCOMPRESSED_BYTES} bytes "
+                                                "uncompressed (the archive's sizes are wrong)")
+                    out.write(chunk)
+            os.chmod(target, 0o755 if executable else 0o644)
+        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as exc:
+            # a damaged entry (bad CRC, truncated data), or one compressed or encrypted in a way zipfile cannot read
+            raise SkillInstallError(f"{archive.name}: entry {info.filename!r} cannot be read: {exc}") from None
+        except OSError as exc:
+            raise SkillInstallError(f"{archive.name}: entry {info.filename!r} cannot be written: "
+                                    f"{exc.strerror or exc}") from None
+
+
+def archive_path(archive: str | os.PathLike[str]) -> Path:
+    """The archive's path; :class:`NotFoundError` when it is not a file (both modes check with this)."""
+    path = Path(os.fspath(archive)).expanduser()
+    if not path.is_file():
+        raise NotFoundError(f"skill archive {path} not found")
+    return path
 
 
 def install_skill_archive(archive: str | os.PathLike[str], custom_root: Path,
@@ -113,9 +133,7 @@ def install_skill_archive(archive: str | os.PathLike[str], custom_root: Path,
         SkillInstallError: the archive is unsafe or invalid, the name is taken, or the
             skill is already installed; nothing is written in that case.
     """
-    path = Path(archive).expanduser()
-    if not path.is_file():
-        raise SkillInstallError(f"skill archive not found: {path}")
+    path = archive_path(archive)
     if not zipfile.is_zipfile(path):
         raise SkillInstallError(f"{path.name}: not a ZIP archive (a .skill file is a ZIP of the skill folder)")
     with zipfile.ZipFile(path) as zf:
@@ -127,7 +145,12 @@ def install_skill_archive(archive: str | os.PathLike[str], custom_root: Path,
             text = zf.read(skill_md).decode("utf-8")
             parsed = parse_skill_text(text, source=f"{path.name}:{skill_md.filename}", category="custom",
                                       path=custom_root, relative_path=".", strict=True)
-        except (UnicodeDecodeError, SkillFormatError) as exc:
+        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as exc:
+            raise SkillInstallError(f"{path.name}: entry {skill_md.filename!r} cannot be read: {exc}") from None
+        except UnicodeDecodeError:
+            raise SkillInstallError(f"invalid {SKILL_FILE}: {path.name}:{skill_md.filename} is not UTF-8 "
+                                    "text") from None
+        except SkillFormatError as exc:
             raise SkillInstallError(f"invalid {SKILL_FILE}: {exc}") from None
         if parsed.name in reserved_names:
             raise SkillInstallError(f"{path.name}: skill name {parsed.name!r} clashes with a public skill")
@@ -138,10 +161,7 @@ def install_skill_archive(archive: str | os.PathLike[str], custom_root: Path,
         custom_root.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".install-{parsed.name}-", dir=custom_root))
         try:
-            try:
-                _extract(zf, files, prefix, staging / "skill", path)
-            except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
-                raise SkillInstallError(f"{path.name}: corrupt archive: {exc}") from None
+            _extract(zf, files, prefix, staging / "skill", path)
             os.rename(staging / "skill", final)  # atomic within one folder; fails if `final` appeared
         finally:
             shutil.rmtree(staging, ignore_errors=True)

@@ -46,6 +46,7 @@ from deerflow_nb.subagents.config import SubagentSpec, resolve_limits
 from deerflow_nb.subagents.steps import STEP_MAX_CHARS, SubagentResult, build_step, merge_usage_totals
 from deerflow_nb.subagents.token_budget import TokenBudgetMiddleware
 from deerflow_nb.tools.tool_search import assemble_deferred_tools, mcp_routing_hints_prompt_section
+from deerflow_nb.utils.custom_events import emit_custom_event
 
 __all__ = ["ModelResolver", "StreamWriter", "SubagentExecutor", "ToolsProvider", "subagent_middlewares"]
 
@@ -120,12 +121,13 @@ class _Tracker:
 
 
 def _bound_to_current_context(writer: StreamWriter) -> StreamWriter:
-    # LangGraph's stream writer reads the parent run's config from a context variable;
-    # the subagent runs in an empty context, so events are sent from a copy of this one.
+    # LangGraph's stream writer (and LangChain's callbacks) read the parent run's config from a
+    # context variable; the subagent runs in an empty context, so events are emitted from a copy
+    # of this one: written to the parent's stream, and dispatched as its ``on_custom_event``s
     context = contextvars.copy_context()
 
     def emit(payload: Any) -> None:
-        context.run(writer, payload)
+        context.run(emit_custom_event, payload, writer)
 
     return emit
 

@@ -72,6 +72,22 @@ def _source_name(source: UploadSource) -> str:
     return Path(source).name
 
 
+def check_upload_sources(sources: list[UploadSource]) -> None:
+    """Refuse what cannot be uploaded, before anything is sent or copied (both modes check with this)."""
+    if not sources:
+        raise UsageError("nothing to upload: pass one or more file paths")
+    for source in sources:
+        if isinstance(source, tuple):
+            if len(source) != 2 or not isinstance(source[1], bytes | bytearray):
+                raise UsageError(f"an in-memory upload must be (filename, bytes), got {source!r:.80}")
+            continue
+        path = Path(source).expanduser()
+        if path.is_dir():
+            raise UsageError(f"cannot upload {str(path)!r}: it is a directory (upload its files instead)")
+        if not path.is_file():
+            raise NotFoundError(f"cannot upload {str(path)!r}: no such file")
+
+
 class ThreadUploads:
     """The uploads folder of one (user, thread)."""
 
@@ -79,18 +95,7 @@ class ThreadUploads:
         self.folder = paths.user_data_dir(user_id, thread_id) / "uploads"
 
     def _validate(self, sources: list[UploadSource]) -> None:
-        if not sources:
-            raise UsageError("nothing to upload: pass one or more file paths")
-        for source in sources:
-            if isinstance(source, tuple):
-                if len(source) != 2 or not isinstance(source[1], bytes | bytearray):
-                    raise UsageError(f"an in-memory upload must be (filename, bytes), got {source!r:.80}")
-                continue
-            path = Path(source).expanduser()
-            if path.is_dir():
-                raise UsageError(f"cannot upload {str(path)!r}: it is a directory (upload its files instead)")
-            if not path.is_file():
-                raise NotFoundError(f"cannot upload {str(path)!r}: no such file")
+        check_upload_sources(sources)
 
     def upload(self, sources: Iterable[UploadSource], *, convert: bool = True) -> dict[str, object]:
         """Store every source or none; convert documents to Markdown; return ``UploadResponse``."""

@@ -19,6 +19,7 @@ from tornado import web
 
 from deerflow_nb.config import validate_id
 from deerflow_nb.errors import AdminRequiredError, DeerFlowError, UsageError, status_for
+from deerflow_nb.runtime.gateway import json_type, validation_message
 from deerflow_nb.tracing.context import TRACE_ID_HEADER, bind_trace_id, new_trace_id, validate_trace_id
 from jupyter_ext.service import DeerFlowService
 
@@ -53,14 +54,6 @@ except ImportError:  # pragma: no cover
 def iso(timestamp: float | None) -> str | None:
     """UNIX seconds as an ISO-8601 UTC string."""
     return datetime.fromtimestamp(timestamp, UTC).isoformat() if timestamp is not None else None
-
-
-def _validation_message(exc: ValidationError) -> str:
-    parts = []
-    for error in exc.errors():
-        where = ".".join(str(p) for p in error["loc"]) or "body"
-        parts.append(f"{where}: {error['msg']}")
-    return "invalid request body: " + "; ".join(parts)
 
 
 def _surrogate(text: str) -> bool:
@@ -197,17 +190,17 @@ class DeerFlowHandler(ExtensionHandlerMixin, APIHandler):
         except ValueError:
             raise web.HTTPError(400, reason="request body is not valid JSON") from None
         if not isinstance(data, dict):  # ``null`` too: no client sends it for "no body"
-            raise _HTTPError(400, "request body must be a JSON object", "Bad Request")
+            raise _HTTPError(400, f"body: must be an object, got {json_type(data)}", "Bad Request")
         problem = check_json(data)
         if problem:
-            raise _HTTPError(422, f"invalid request body: {problem}", "Unprocessable Entity")
+            raise _HTTPError(422, problem, "Unprocessable Entity")
         metadata = data.get("metadata")
         if isinstance(metadata, dict) and len(dumps(metadata)) > MAX_METADATA_BYTES:
             raise _HTTPError(413, f"metadata: larger than {MAX_METADATA_BYTES} bytes", "Payload Too Large")
         try:
             return model.model_validate(data, strict=True)
         except ValidationError as exc:
-            raise _HTTPError(422, _validation_message(exc), "Unprocessable Entity") from None
+            raise _HTTPError(422, validation_message(exc), "Unprocessable Entity") from None
 
     def query_int(self, name: str, default: int, *, ge: int = 0, le: int = 10_000) -> int:
         """An integer query argument within ``[ge, le]`` (422 naming it otherwise; empty: ``default``)."""

@@ -366,9 +366,9 @@ class ArtifactHandler(DeerFlowHandler):
     @api_method
     async def get(self, thread_id: str, path: str) -> None:
         """The file; active content types are always attachments; ``?download=true`` forces it."""
-        virtual = path if path.startswith("/") else f"/{path}"
-        if not virtual.startswith("/mnt/user-data/"):
-            virtual = f"/mnt/user-data/{virtual.lstrip('/')}"
+        # ``mnt/user-data/...`` (the reference's form) or the virtual path itself, escaped as one
+        # segment (the SDK's form, so ``..`` reaches the check unnormalised); nothing else is assumed
+        virtual = f"/{path}" if path.startswith("mnt/user-data/") else path
         content, mime = await self.service.call(self.service.gateway.artifact(self.user_id, thread_id, virtual))
         self._mime = mime
         self.set_header("Content-Type", mime)

@@ -35,11 +35,11 @@ async def test_lifecycle_and_thread_status(store):
     gate = asyncio.Event()
     record = await manager.create(thread_id="t", user_id="u", body=gated(gate, ("a", "b")))
     assert record.status == "pending"  # the record: its task has not run yet
-    # the row: admitted and started in one transaction, thread marked with it
-    assert (await store.runs.get(record.run_id, "u")).status == "running"
+    # the row: admitted pending, its thread marked in the same transaction
+    assert (await store.runs.get(record.run_id, "u")).status == "pending"
     assert (await store.threads.get("t", "u")).status == "running"
-    await asyncio.sleep(0.05)
-    assert record.status == "running"
+    while record.status != "running":  # its task started it (try_start)
+        await asyncio.sleep(0.01)
     assert (await store.threads.get("t", "u")).status == "running"
     assert (await store.runs.get(record.run_id, "u")).status == "running"
     gate.set()
@@ -50,6 +50,27 @@ async def test_lifecycle_and_thread_status(store):
     assert (await store.threads.get("t", "u")).status == "idle"
     events = [i.event.type async for i in manager.bridge.subscribe(record.run_id)]
     assert events == ["progress", "messages-tuple", "messages-tuple", "end"]  # progress at once
+
+
+@pytest.mark.asyncio
+async def test_a_run_cancelled_while_pending_never_shows_running(store):
+    manager = manager_for(store)
+    ran = []
+
+    async def body(record):
+        ran.append(record.run_id)
+        yield StreamEvent("end", {"usage": None, "stop_reason": None})
+
+    record = await manager.create(thread_id="t", user_id="u", body=body)
+    assert (await store.runs.get(record.run_id, "u")).status == "pending"
+    assert await manager.cancel(record.run_id) == CancelOutcome.CANCELLED  # before its task ever ran
+    await record.wait()
+    stored = await store.runs.get(record.run_id, "u")
+    assert (stored.status, stored.stop_reason) == ("interrupted", "cancelled") and ran == []
+    assert not await store.runs.try_start(record.run_id)  # a late start finds it no longer pending
+    events = [i.event.type async for i in manager.bridge.subscribe(record.run_id)]
+    assert "messages-tuple" not in events and events[-2:] == ["error", "end"]
+    assert (await store.threads.get("t", "u")).status == "idle"
 
 
 @pytest.mark.asyncio

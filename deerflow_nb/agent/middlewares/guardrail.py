@@ -29,6 +29,7 @@ from langgraph.errors import GraphBubbleUp
 
 from deerflow_nb.agent.middlewares._base import context_of, last_ai
 from deerflow_nb.guardrails.provider import GuardrailDecision, GuardrailProvider, GuardrailRequest
+from deerflow_nb.utils.custom_events import emit_custom_event
 
 __all__ = ["APPROVAL_OPTIONS", "APPROVAL_TOOL", "GuardrailMiddleware"]
 
@@ -121,14 +122,14 @@ class GuardrailMiddleware(AgentMiddleware):
                  "reasons": [r.message[:_REASON_LIMIT] for r in decision.reasons],
                  "is_subagent": self.is_subagent, **extra}
         logger.info("guardrail %s: tool=%s policy=%s", action, call.get("name"), decision.policy_id)
-        writer = context_of(request).extra.get("stream_writer")
+        # a subagent's ``stream_writer`` is its parent's emitter (it writes and dispatches in the parent run)
+        emitter = context_of(request).extra.get("stream_writer")
         try:
-            if writer is None:
-                from langgraph.config import get_stream_writer
-
-                writer = get_stream_writer()
-            writer(event)
-        except Exception:  # outside a graph run there is no stream
+            if emitter is None:
+                emit_custom_event(event)
+            else:
+                emitter(event)
+        except Exception:  # a stream that cannot take it: the decision stands
             logger.debug("guardrail event not streamed", exc_info=True)
 
     @staticmethod

@@ -33,6 +33,8 @@ from langchain.agents.middleware import ModelRetryMiddleware as _LangChainModelR
 from langchain.agents.middleware._retry import calculate_delay
 from langgraph.errors import GraphBubbleUp
 
+from deerflow_nb.utils.custom_events import emit_custom_event
+
 __all__ = ["ModelFailure", "ModelRetryMiddleware", "classify_model_error", "retry_after_seconds"]
 
 logger = logging.getLogger(__name__)
@@ -160,14 +162,9 @@ class ModelRetryMiddleware(_LangChainModelRetry):
         failure = classify_model_error(exc)
         logger.info("model call failed (%s: %s); retry %d of %d in %.1f s", type(exc).__name__, exc,
                     attempt + 1, self.max_retries, delay)
-        try:
-            from langgraph.config import get_stream_writer
-
-            get_stream_writer()({"type": "model_retry", "attempt": attempt + 1, "max_retries": self.max_retries,
-                                 "delay": round(delay, 3), "stop_reason": failure.stop_reason,
-                                 "error": f"{type(exc).__name__}: {exc}"[:500]})
-        except Exception:  # outside a graph run there is no stream
-            pass
+        emit_custom_event({"type": "model_retry", "attempt": attempt + 1, "max_retries": self.max_retries,
+                           "delay": round(delay, 3), "stop_reason": failure.stop_reason,
+                           "error": f"{type(exc).__name__}: {exc}"[:500]})
 
     def _retry_delay(self, exc: Exception, attempt: int) -> float | None:
         """The announced wait before retrying ``exc``, or ``None`` when it is not retried."""
