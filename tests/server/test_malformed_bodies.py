@@ -156,3 +156,23 @@ async def test_history_limits_above_100_are_clamped_not_refused(jp_fetch):
     rest = await call(jp_fetch, "threads", tid, "history", method="POST",
                       body={"limit": 100, "before": {"configurable": {"checkpoint_id": page[-1]["checkpoint_id"]}}})
     assert len(rest) == 2 and not {s["checkpoint_id"] for s in rest} & {s["checkpoint_id"] for s in page}
+
+
+async def test_malformed_headers_and_query_values_never_reach_a_5xx(jp_fetch):
+    ids = await _world(jp_fetch)
+    tid, rid = ids["thread_id"], ids["run_id"]
+    stream = ("threads", tid, "runs", rid, "join")
+    for name, value in [("Last-Event-ID", "abc"), ("Last-Event-ID", "-5"), ("Last-Event-ID", "1e999"),
+                        ("Last-Event-ID", "9" * 400), ("X-Trace-Id", "\u00e9" * 3), ("X-Trace-Id", "x" * 5000),
+                        ("Content-Type", "application/json; charset=nope")]:
+        response = await jp_fetch("deerflow", "api", *stream, headers={name: value}, raise_error=False)
+        assert response.code < 500, (name, value, response.code)
+    for parts, query in [(("threads", tid, "history"), {"before": "x" * 500}),
+                         (("threads", tid, "history"), {"limit": "-1"}),
+                         (("threads", tid, "runs"), {"limit": "99999999999999999999"}),
+                         (("threads", tid, "runs", rid, "events"), {"event_type": "\x00"}),
+                         (("usage",), {"since": "2026-13-45"}), (("memory", "facts"), {"query": "x" * 5000})]:
+        response = await jp_fetch("deerflow", "api", *parts, params=query, raise_error=False)
+        assert 200 <= response.code < 500, (parts, query, response.code)
+        if response.code >= 400:
+            assert next(iter(query)) in json.loads(response.body)["message"], (parts, query)
