@@ -175,7 +175,9 @@ class RunCreateRequest(_Body):
     checkpoint: CheckpointRef | None = Field(default=None, description="Run from this checkpoint (a new branch).")
     checkpoint_id: str | None = Field(default=None, min_length=1, max_length=200,
                                       description="Run from this checkpoint of the thread (a new branch).")
-    multitask_strategy: Literal["reject", "interrupt", "rollback"] = "reject"
+    multitask_strategy: Literal["reject", "interrupt", "rollback", "enqueue"] = Field(
+        default="reject", description="A busy thread: refuse (409), cancel its run first (interrupt, rollback) "
+                                      "or queue this run until the thread is free (enqueue; durable, no secrets).")
     if_not_exists: Literal["create", "reject"] = "create"
     on_disconnect: Literal["cancel", "continue"] = "continue"
     on_completion: Literal["delete", "keep"] | None = None

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from deerflow_nb.client.backend import RunOutcome
 from deerflow_nb.errors import NotFoundError, UsageError
+from deerflow_nb.persistence.runs import public_status
 from deerflow_nb.runtime.run_manager import CancelOutcome
 from deerflow_nb.runtime.stream_bridge import BridgeEvent
 from deerflow_nb.runtime.streaming import final_text_of_run
@@ -178,7 +179,7 @@ class LocalBackend:
             info = await self.runtime.runs.get(run_id, self.user_id)
             if info is None or info.thread_id != thread_id:
                 raise NotFoundError(f"run {run_id!r} not found")
-            if info.status in {"pending", "running"}:  # executed by another process: wait for its row
+            if info.status in {"pending", "running", "queued"}:  # executed by another process: wait for its row
                 info = await self.runtime.runs.wait_stored(run_id, self.user_id) or info
             text = ""
             if info.status == "success":  # finished here long ago, or elsewhere: its answer is in the state
@@ -198,7 +199,7 @@ class LocalBackend:
         info = await self.runtime.runs.get(run_id, self.user_id)
         if info is None or info.thread_id != thread_id:
             raise NotFoundError(f"run {run_id!r} not found")
-        return info.status
+        return public_status(info.status)
 
     async def cancel_run(self, thread_id: str, run_id: str, action: str) -> str:
         """Cancel through the run manager."""

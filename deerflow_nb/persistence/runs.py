@@ -18,7 +18,16 @@ from deerflow_nb.persistence.events import INSERT_EVENT, JournalEntry, event_row
 from deerflow_nb.persistence.fast import SqliteStatement, driver_connection, insert_statement
 from deerflow_nb.persistence.models import ACTIVE_RUN_STATUSES, RunEventRow, RunRow, ThreadMetaRow
 
-__all__ = ["RunInfo", "RunStore", "db_now"]
+__all__ = ["QUEUED", "RunInfo", "RunStore", "db_now", "public_status"]
+
+#: A run admitted with ``multitask_strategy="enqueue"`` while its thread was busy: stored, outside the
+#: one-active-run index, until its thread is free; shown as ``pending`` (LangGraph's name for it).
+QUEUED = "queued"
+
+
+def public_status(status: str) -> str:
+    """The status clients see (``queued`` rows are ``pending`` runs)."""
+    return "pending" if status == QUEUED else status
 
 _R = RunRow.metadata.tables["runs"]
 _INSERT_RUN = sa.insert(_R)
@@ -172,6 +181,45 @@ class RunStore:
 
         await self._db.write(update)
 
+    async def promote(self, thread_id: str, owner: str, lease_seconds: float) -> RunInfo | None:
+        """Admit the thread's oldest queued run (``queued`` -> ``pending``, held by ``owner``); ``None`` if none.
+
+        The unique index decides: while the thread has an active run, nothing is promoted, and of
+        two processes promoting at once one wins.
+        """
+        def promote(conn: sa.Connection) -> dict[str, Any] | None:
+            row = _first(conn, sa.select(_R).where(_R.c.thread_id == thread_id, _R.c.status == QUEUED)
+                         .order_by(_R.c.created_at, _R.c.run_id).limit(1))
+            if row is None:
+                return None
+            now = time.time()
+            changed = conn.execute(sa.update(_R).where(_R.c.run_id == row["run_id"], _R.c.status == QUEUED).values(
+                status="pending", owner=owner, lease_expires_at=self._now() + lease_seconds, updated_at=now)).rowcount
+            if not changed:
+                return None
+            _set_thread(conn, thread_id, "running", now, None, row["user_id"])
+            return {**row, "status": "pending", "owner": owner, "updated_at": now}
+
+        try:
+            row = await self._db.write(promote)
+        except (IntegrityError, sqlite3.IntegrityError):  # the thread has an active run
+            return None
+        return RunInfo.from_mapping(row) if row is not None else None
+
+    async def queued_threads(self) -> list[str]:
+        """Threads with queued runs (all users), oldest queue first."""
+        query = (sa.select(_R.c.thread_id, sa.func.min(_R.c.created_at).label("first"))
+                 .where(_R.c.status == QUEUED).group_by(_R.c.thread_id).order_by("first"))
+        return await self._db.read(lambda conn: [r.thread_id for r in conn.execute(query)])
+
+    async def cancel_queued(self, run_id: str) -> bool:
+        """Cancel a run still waiting in its thread's queue (``interrupted``); whether it was queued."""
+        stmt = (sa.update(_R).where(_R.c.run_id == run_id, _R.c.status == QUEUED)
+                .values(status="interrupted", stop_reason="cancelled", updated_at=time.time(),
+                        error={"message": "run cancelled while queued", "type": "Cancelled",
+                               "stop_reason": "cancelled", "status": "interrupted", "run_id": run_id}))
+        return bool(await self._db.write(lambda conn: conn.execute(stmt).rowcount))
+
     async def try_start(self, run_id: str) -> bool:
         """Move an admitted run from ``pending`` to ``running``; ``False`` if it is no longer pending (cancelled)."""
         stmt = (sa.update(_R).where(_R.c.run_id == run_id, _R.c.status == "pending")
@@ -190,7 +238,9 @@ class RunStore:
         """The thread's runs, newest first."""
         query = (sa.select(_R).where(_R.c.thread_id == thread_id, _R.c.user_id == user_id)
                  .order_by(_R.c.created_at.desc()).limit(limit).offset(offset))
-        if status:
+        if status == "pending":  # queued runs are pending ones to clients
+            query = query.where(_R.c.status.in_(("pending", QUEUED)))
+        elif status:
             query = query.where(_R.c.status == status)
         return [RunInfo.from_mapping(r) for r in await self._db.read(lambda conn: _all(conn, query))]
 

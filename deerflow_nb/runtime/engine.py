@@ -16,7 +16,7 @@ import hashlib
 import logging
 import uuid
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -202,7 +202,7 @@ class Runtime:
         self.runs = RunManager(self.bridge, lease_seconds=leases.lease_seconds,
                                lease_renew_seconds=leases.lease_renew_seconds,
                                recover_interval_seconds=leases.recover_interval_seconds,
-                               on_recovered=self._mark_recovered)
+                               on_recovered=self._mark_recovered, on_thread_free=self._dispatch_thread)
         self.recovered_runs: list[str] = []
         self.plugins: list[AgentPlugin] = self._make_plugins()
 
@@ -359,6 +359,7 @@ class Runtime:
                 await self._mark_recovered(self.recovered_runs, store)
                 self.runs.start_maintenance()  # renew leases, recover expired ones while this process lives
                 self._store = store
+                self.runs.schedule_dispatch()  # queued runs that waited for a restart (after the lock)
             return self._store
 
     async def _mark_recovered(self, run_ids: list[str], store: Store | None = None) -> None:
@@ -377,6 +378,7 @@ class Runtime:
             await mark_interrupted(graph, self.runs.recovered[run_id], run_id,
                                    reason="orphan_recovered", partial_texts=partial)
             thread_id = self.runs.recovered[run_id]
+            self.runs.notify_thread_free(thread_id)  # its queue may go on
             title = await write_fallback_title(graph, thread_id, self.config.title)
             if title:  # the thread row shows it too
                 try:
@@ -513,8 +515,13 @@ class Runtime:
                         secrets: dict[str, str] | None = None, *, stream_tokens: bool = True,
                         stream_updates: bool = False, stream_subgraphs: bool = False, user_id: str | None = None,
                         multitask_strategy: str = "reject", metadata: dict[str, Any] | None = None,
-                        assistant_id: str = "lead_agent", checkpoint_id: str | None = None) -> RunRecord:
+                        assistant_id: str = "lead_agent", checkpoint_id: str | None = None,
+                        admitted_run_id: str | None = None) -> RunRecord:
         """Admit and start a background run on ``thread_id``; returns at once.
+
+        ``multitask_strategy="enqueue"`` on a busy thread stores the run in the thread's queue
+        (:meth:`RunManager.enqueue`; secrets are never stored, so such a run takes none); the
+        queue starts it when the thread is free (``admitted_run_id``: that start).
 
         ``stream_updates`` adds ``updates`` events (LangGraph's ``updates`` mode) to the run's stream;
         ``stream_subgraphs`` adds its subagents' frames, namespaced ``tools:<task_id>`` (see
@@ -524,6 +531,14 @@ class Runtime:
         head; an unknown checkpoint is :class:`~deerflow_nb.errors.NotFoundError`, refused before admission.
         """
         user_id = user_id or self.user_id
+        queue = {"stream_tokens": stream_tokens, "stream_updates": stream_updates,
+                 "stream_subgraphs": stream_subgraphs, "checkpoint_id": checkpoint_id}
+        if multitask_strategy == "enqueue" and admitted_run_id is None:
+            if secrets:
+                raise UsageError("secrets: a queued run is stored in the database and secrets never are; "
+                                 "wait for the thread instead of multitask_strategy='enqueue'")
+            if await self._busy(thread_id, user_id):
+                return await self._enqueue(thread_id, message, options, user_id, metadata, assistant_id, queue)
         run_config = _RunConfig(self, self.config)
         token = _RUN_CONFIG.set(run_config)  # the run's task inherits it (tasks copy the context)
         try:
@@ -531,7 +546,14 @@ class Runtime:
                                          stream_tokens=stream_tokens, stream_updates=stream_updates,
                                          stream_subgraphs=stream_subgraphs, user_id=user_id,
                                          multitask_strategy=multitask_strategy, metadata=metadata,
-                                         assistant_id=assistant_id, checkpoint_id=checkpoint_id)
+                                         assistant_id=assistant_id, checkpoint_id=checkpoint_id,
+                                         admitted_run_id=admitted_run_id)
+        except ThreadBusyError:
+            run_config.live = False
+            if multitask_strategy != "enqueue" or admitted_run_id is not None:
+                raise
+            # the thread became busy between the check and the admission: queue the run after all
+            return await self._enqueue(thread_id, message, options, user_id, metadata, assistant_id, queue)
         except BaseException:
             run_config.live = False
             raise
@@ -542,7 +564,7 @@ class Runtime:
                          secrets: dict[str, str] | None, run_config: _RunConfig, *, stream_tokens: bool,
                          stream_updates: bool, stream_subgraphs: bool, user_id: str, multitask_strategy: str,
                          metadata: dict[str, Any] | None,
-                         assistant_id: str, checkpoint_id: str | None) -> RunRecord:
+                         assistant_id: str, checkpoint_id: str | None, admitted_run_id: str | None = None) -> RunRecord:
         from deerflow_nb.tracing import TRACE_ID_KEY, RunTrace, enabled_providers
 
         providers = enabled_providers()  # a tracer switched on without its keys: refused before storing
@@ -554,7 +576,7 @@ class Runtime:
                 title = (await store.get_thread(thread_id, user_id)).title
                 carried = {"title": title} if title and title.strip() else {}
         await store.ensure_thread(thread_id, user_id)
-        run_id = str(uuid.uuid4())
+        run_id = admitted_run_id or str(uuid.uuid4())
         input_message = self.new_input(message, run_id)
         graph_input: dict[str, Any] = {"messages": [input_message], **carried}
         # an edit rerun that fails, times out or is cancelled gives the thread back the conversation it replaced
@@ -676,7 +698,7 @@ class Runtime:
             return await self.runs.create(
                 thread_id=thread_id, user_id=user_id, body=body, run_id=run_id, assistant_id=assistant_id,
                 multitask_strategy=multitask_strategy, metadata=metadata, on_rollback=rollback,
-                timeout=options.timeout,
+                timeout=options.timeout, admitted=admitted_run_id is not None,
                 kwargs={"model_name": model_name, "plan_mode": options.plan_mode,
                         "thinking_enabled": options.thinking_enabled, "subagent_enabled": options.subagent_enabled})
         except BaseException:
@@ -686,6 +708,54 @@ class Runtime:
                 with contextlib.suppress(Exception):
                     await plugin.finish_run(context, "error")
             raise
+
+    async def _busy(self, thread_id: str, user_id: str) -> bool:
+        """Whether the thread has an active run (here, or stored by any process) or a queue."""
+        if self.runs.active_run(thread_id) is not None:
+            return True
+        store = await self.store()
+        runs = await store.runs.list_by_thread(thread_id, user_id, limit=1, status="pending")
+        return bool(runs or await store.runs.list_by_thread(thread_id, user_id, limit=1, status="running"))
+
+    async def _enqueue(self, thread_id: str, message: str | HumanMessage, options: RunOptions, user_id: str,
+                       metadata: dict[str, Any] | None, assistant_id: str, queue: dict[str, Any]) -> RunRecord:
+        """Store the run in the thread's queue, with what starting it later needs (never secrets)."""
+        from langchain_core.messages import message_to_dict
+
+        store = await self.store()
+        await store.get_thread(thread_id, user_id)  # the busy thread is the caller's
+        if queue["checkpoint_id"] is not None:
+            await self._checkpoint_tuple(store, thread_id, user_id, queue["checkpoint_id"])
+        self.resolve_model(options)  # an unknown model is refused now, not when the run's turn comes
+        run_id = str(uuid.uuid4())
+        payload = {**queue, "input": message_to_dict(self.new_input(message, run_id)),
+                   "options": asdict(options)}
+        return await self.runs.enqueue(thread_id=thread_id, user_id=user_id, run_id=run_id,
+                                       assistant_id=assistant_id, metadata=metadata, kwargs={"queued": payload})
+
+    async def _dispatch_thread(self, thread_id: str) -> None:
+        """Start the thread's next queued run, if it is free (a run that cannot start is stored ``error``)."""
+        from langchain_core.messages import messages_from_dict
+
+        while True:
+            info = await self.runs.promote(thread_id)
+            if info is None:
+                return
+            try:
+                queued = info.kwargs["queued"]
+                message = messages_from_dict([queued["input"]])[0]
+                if not isinstance(message, HumanMessage):
+                    raise UsageError("a queued run's input is not a human message")
+                await self.start_run(
+                    thread_id, message, RunOptions(**queued["options"]), None,
+                    stream_tokens=bool(queued["stream_tokens"]), stream_updates=bool(queued["stream_updates"]),
+                    stream_subgraphs=bool(queued["stream_subgraphs"]), user_id=info.user_id,
+                    multitask_strategy="enqueue", metadata=info.metadata, assistant_id=info.assistant_id,
+                    checkpoint_id=queued.get("checkpoint_id"), admitted_run_id=info.run_id)
+                return  # it runs; its end starts the next one
+            except Exception as exc:
+                logger.warning("queued run %s could not start: %s", info.run_id, exc)
+                await self.runs.fail_admitted(info, exc)
 
     async def _mark_cancelled(self, graph: Any, store: Store, record: RunRecord, checkpoint_id: str | None,
                               head_before: dict[str, Any] | None) -> None:

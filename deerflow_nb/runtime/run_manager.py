@@ -8,7 +8,8 @@ cancelled before that ends ``interrupted`` without ever showing ``running``. Mul
 strategies: ``reject`` (default; a busy thread raises
 :class:`~deerflow_nb.errors.ThreadBusyError`), ``interrupt`` (cancel the active run
 first, also one that another process executes: through the database, see :meth:`RunManager.cancel`) and
-``rollback`` (cancel it and restore the state from before it started).
+``rollback`` (cancel it and restore the state from before it started) and ``enqueue`` (wait in the
+thread's queue: see :meth:`RunManager.enqueue`).
 Events go to the :class:`~deerflow_nb.runtime.stream_bridge.StreamBridge`; the END
 marker is published after the terminal status is stored.
 """
@@ -22,14 +23,14 @@ import logging
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from deerflow_nb.errors import ThreadBusyError, UsageError
 from deerflow_nb.persistence.events import JournalEntry
-from deerflow_nb.persistence.runs import RunInfo, RunStore
+from deerflow_nb.persistence.runs import QUEUED, RunInfo, RunStore
 from deerflow_nb.persistence.threads import ThreadStore
 from deerflow_nb.runtime.events import StreamEvent
 from deerflow_nb.runtime.progress import ProgressTicker
@@ -41,7 +42,7 @@ __all__ = ["MULTITASK_STRATEGIES", "TERMINAL_STATUSES", "CancelOutcome", "RunMan
 logger = logging.getLogger(__name__)
 
 TERMINAL_STATUSES = frozenset({"success", "error", "timeout", "interrupted"})
-MULTITASK_STRATEGIES = ("reject", "interrupt", "rollback")
+MULTITASK_STRATEGIES = ("reject", "interrupt", "rollback", "enqueue")
 
 
 def process_owner() -> str:
@@ -132,7 +133,8 @@ class RunManager:
     def __init__(self, bridge: StreamBridge, *, runs: RunStore | None = None, threads: ThreadStore | None = None,
                  max_finished: int = 256, lease_seconds: float = 30, lease_renew_seconds: float = 10,
                  recover_interval_seconds: float = 30,
-                 on_recovered: Callable[[list[str]], Awaitable[None]] | None = None) -> None:
+                 on_recovered: Callable[[list[str]], Awaitable[None]] | None = None,
+                 on_thread_free: Callable[[str], Coroutine[Any, Any, None]] | None = None) -> None:
         if lease_renew_seconds >= lease_seconds:
             raise UsageError(f"lease_renew_seconds ({lease_renew_seconds}) must be less than "
                              f"lease_seconds ({lease_seconds})")
@@ -144,6 +146,9 @@ class RunManager:
         self.recover_interval_seconds = recover_interval_seconds
         #: Called with the run ids each periodic recovery pass recovered (their threads get their marker).
         self.on_recovered = on_recovered
+        #: Called (as a task) when a thread's active run ended here or was recovered: starts its queue.
+        self.on_thread_free = on_thread_free
+        self._dispatching: set[asyncio.Task[None]] = set()
         self._maintenance: asyncio.Task[None] | None = None
         self._recovering: asyncio.Task[None] | None = None
         #: run id -> thread id of the runs :meth:`recover_orphans` recovered.
@@ -176,8 +181,11 @@ class RunManager:
                      assistant_id: str = "lead_agent", multitask_strategy: str = "reject",
                      metadata: dict[str, Any] | None = None, kwargs: dict[str, Any] | None = None,
                      on_rollback: Callable[[RunRecord], Awaitable[None]] | None = None,
-                     timeout: float | None = None) -> RunRecord:
-        """Admit and start a run; returns its record at once (status ``pending``)."""
+                     timeout: float | None = None, admitted: bool = False) -> RunRecord:
+        """Admit and start a run; returns its record at once (status ``pending``).
+
+        ``admitted``: the run's row already holds the thread (a queued run :meth:`promote` admitted).
+        """
         if multitask_strategy not in MULTITASK_STRATEGIES:
             raise UsageError(f"multitask_strategy {multitask_strategy!r} is not supported; "
                              f"use one of {', '.join(MULTITASK_STRATEGIES)}")
@@ -185,15 +193,19 @@ class RunManager:
         async with lock:
             busy = self._active.get(thread_id)
             if busy is not None and not busy.done:
-                if multitask_strategy == "reject":
+                if multitask_strategy in {"reject", "enqueue"}:
                     raise ThreadBusyError(f"thread {thread_id!r} already has an active run ({busy.run_id}); "
                                           "wait for it, cancel it, or use multitask_strategy='interrupt'")
                 await self._cancel(busy, "rollback" if multitask_strategy == "rollback" else "interrupt")
             record = RunRecord(run_id=run_id or str(uuid.uuid4()), thread_id=thread_id, user_id=user_id,
                                assistant_id=assistant_id, multitask_strategy=multitask_strategy,
                                metadata=dict(metadata or {}), kwargs=dict(kwargs or {}), on_rollback=on_rollback)
+            placeholder = self._records.get(record.run_id)
+            if admitted and placeholder is not None and not placeholder.done:  # its waiters get the run
+                placeholder.kwargs, placeholder.on_rollback = dict(kwargs or placeholder.kwargs), on_rollback
+                record = placeholder
             record.owner = self.owner
-            if self._runs is not None:
+            if self._runs is not None and not admitted:
                 # stored pending (its thread running) in the admitting transaction; the unique
                 # index decides races between processes
                 try:
@@ -202,7 +214,7 @@ class RunManager:
                 except ThreadBusyError:  # the thread's active run is another process's
                     if await self._recover_dead_holder(thread_id, user_id):
                         pass  # its process died on this host: recovered, the thread is free
-                    elif multitask_strategy == "reject":
+                    elif multitask_strategy in {"reject", "enqueue"}:
                         raise
                     else:
                         await self._stop_elsewhere(thread_id, user_id, multitask_strategy)
@@ -247,6 +259,89 @@ class RunManager:
                     if done is None or done.status in TERMINAL_STATUSES:
                         break
         logger.info("thread %s: stopped its active run on another server (%s) for a new run", thread_id, action)
+
+    async def enqueue(self, *, thread_id: str, user_id: str, run_id: str, assistant_id: str = "lead_agent",
+                      metadata: dict[str, Any] | None = None, kwargs: dict[str, Any] | None = None) -> RunRecord:
+        """Store a run in its thread's queue (``multitask_strategy="enqueue"`` on a busy thread).
+
+        The row (``queued``, outside the one-active-run index) holds what the run needs
+        (``kwargs``), so any process on the database can start it once the thread is free: the
+        process whose run ends, a process recovering a dead one's run, or any process's periodic
+        pass (after a restart too). The record handed back is ``pending``; in this process it is
+        the record the run executes with, so waiting on it waits for the run.
+        """
+        if self._runs is None:
+            raise UsageError("multitask_strategy='enqueue' needs persistence (runs are queued in the database)")
+        record = RunRecord(run_id=run_id, thread_id=thread_id, user_id=user_id, assistant_id=assistant_id,
+                           multitask_strategy="enqueue", metadata=dict(metadata or {}), kwargs=dict(kwargs or {}))
+        await self._runs.create(record, status=QUEUED)
+        self._remember(record)
+        self.bridge.open(record.run_id)
+        self.notify_thread_free(thread_id)  # the thread may have become free meanwhile
+        return record
+
+    async def promote(self, thread_id: str) -> RunInfo | None:
+        """Admit the thread's oldest queued run for this process, if the thread is free."""
+        if self._runs is None or (thread_id in self._active and not self._active[thread_id].done):
+            return None
+        return await self._runs.promote(thread_id, self.owner, self.lease_seconds)
+
+    def notify_thread_free(self, thread_id: str) -> None:
+        """Let the queue of a thread whose run ended start its next run (a task: never blocks the caller)."""
+        if self.on_thread_free is None:
+            return
+        try:
+            task = asyncio.get_running_loop().create_task(self.on_thread_free(thread_id),
+                                                          name=f"deerflow-dispatch-{thread_id}")
+        except RuntimeError:  # no loop (shut down)
+            return
+        self._dispatching.add(task)
+        task.add_done_callback(self._dispatching.discard)
+
+    def schedule_dispatch(self) -> None:
+        """Run :meth:`dispatch_queued` soon, as a task (at startup: queued runs that outlived a restart)."""
+        try:
+            task = asyncio.get_running_loop().create_task(self.dispatch_queued(), name="deerflow-dispatch")
+        except RuntimeError:
+            return
+        self._dispatching.add(task)
+        task.add_done_callback(self._dispatching.discard)
+
+    async def dispatch_queued(self) -> None:
+        """Start the queues of free threads (all users) and settle this process's queued records run elsewhere."""
+        if self._runs is None:
+            return
+        for thread_id in await self._runs.queued_threads():
+            if thread_id not in self._active and self.on_thread_free is not None:
+                await self.on_thread_free(thread_id)
+        for record in [r for r in self._records.values() if r.task is None and not r.done]:
+            info = await self._runs.get(record.run_id, None)
+            if info is None or info.status in TERMINAL_STATUSES:  # run (or deleted) by another process
+                await self._settle(record, info)
+
+    async def _settle(self, record: RunRecord, info: RunInfo | None) -> None:
+        """End a queued record this process will not execute with the outcome stored for it."""
+        status = info.status if info is not None else "error"
+        record.error = info.error if info is not None else {"message": "the queued run was deleted"}
+        record.stop_reason = info.stop_reason if info is not None else "deleted"
+        record.status, record.finalized = status, True
+        self.bridge.publish(record.run_id, StreamEvent("end", {"run_id": record.run_id, "status": status,
+                                                               "stop_reason": record.stop_reason,
+                                                               "usage": None, "pending_input": None}))
+        self.bridge.publish_end(record.run_id)
+        record._finished.set()
+
+    async def fail_admitted(self, info: RunInfo, exc: BaseException) -> None:
+        """A promoted queued run that could not start (its model is gone, ...): stored ``error``, queue goes on."""
+        error = {"message": str(exc) or type(exc).__name__, "type": type(exc).__name__, "run_id": info.run_id,
+                 "stop_reason": "run_error", "status": "error"}
+        if self._runs is not None:
+            await self._runs.set_status(info.run_id, "error", error=error, stop_reason="run_error",
+                                        thread=(info.thread_id, "error"))
+        record = self._records.get(info.run_id)
+        if record is not None and not record.done:
+            await self._settle(record, RunInfo(info.run_id, info.thread_id, info.user_id, status="error",
+                                               error=error, stop_reason="run_error"))
 
     async def _recover_dead_holder(self, thread_id: str, user_id: str) -> bool:
         """Recover the thread's active runs whose process provably died (same host); whether any was."""
@@ -341,6 +436,8 @@ class RunManager:
                 del self._active[record.thread_id]
             self.bridge.publish_end(record.run_id)
             record._finished.set()
+            if not record.lease_lost:
+                self.notify_thread_free(record.thread_id)
 
     # -- queries ---------------------------------------------------------------------
     async def get(self, run_id: str, user_id: str | None = None) -> RunInfo | None:
@@ -381,12 +478,21 @@ class RunManager:
         if action not in {"interrupt", "rollback"}:
             raise UsageError(f"cancel action must be 'interrupt' or 'rollback', got {action!r}")
         record = self._records.get(run_id)
+        if record is not None and record.task is None and not record.done and (user_id in (None, record.user_id)):
+            record = None  # queued: cancelled through its row below
         if record is None or (user_id is not None and record.user_id != user_id):
             stored = await self._runs.get(run_id, user_id) if self._runs is not None else None
             if stored is None:
                 return CancelOutcome.UNKNOWN
             if stored.status in TERMINAL_STATUSES:
                 return CancelOutcome.NOT_CANCELLABLE
+            if stored.status == QUEUED and self._runs is not None:
+                if not await self._runs.cancel_queued(run_id):
+                    return await self.cancel(run_id, action=action, user_id=user_id)  # promoted meanwhile
+                placeholder = self._records.get(run_id)
+                if placeholder is not None and not placeholder.done:
+                    await self._settle(placeholder, await self._runs.get(run_id, None))
+                return CancelOutcome.CANCELLED
             if await self._take_over(stored):  # its owner is gone: recovered now, not at the next scan
                 if self.on_recovered is not None:
                     await self.on_recovered([run_id])
@@ -519,6 +625,7 @@ class RunManager:
             recovered = await self.recover_orphans()
             if recovered and self.on_recovered is not None:
                 await self.on_recovered(recovered)
+            await self.dispatch_queued()
         except Exception as exc:  # the next pass tries again
             logger.warning("orphan recovery failed: %s", exc)
 
@@ -529,6 +636,11 @@ class RunManager:
                 task.cancel()
                 await asyncio.wait([task])
         self._maintenance = self._recovering = None
+        self.on_thread_free = None  # queued runs stay queued, for the next process
+        for task in list(self._dispatching):
+            task.cancel()
+        if self._dispatching:
+            await asyncio.wait(list(self._dispatching))
         for record in list(self._active.values()):
             with contextlib.suppress(Exception):
                 await self._cancel(record, "interrupt")

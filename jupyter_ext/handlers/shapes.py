@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from deerflow_nb.persistence import RunInfo, ThreadRecord
+from deerflow_nb.persistence.runs import public_status
 from deerflow_nb.runtime.serialize import serialize_state
 from jupyter_ext.handlers.base import iso
 
@@ -34,7 +35,8 @@ def thread_json(record: ThreadRecord, values: dict[str, Any] | None = None) -> d
 def run_json(info: RunInfo) -> dict[str, Any]:
     """A LangGraph ``Run`` (plus DeerFlow's ``error``, ``stop_reason``, ``usage``)."""
     return {"run_id": info.run_id, "thread_id": info.thread_id, "assistant_id": info.assistant_id,
-            "created_at": iso(info.created_at), "updated_at": iso(info.updated_at), "status": info.status,
+            "created_at": iso(info.created_at), "updated_at": iso(info.updated_at),
+            "status": public_status(info.status),
             "metadata": info.metadata, "multitask_strategy": info.multitask_strategy, "kwargs": info.kwargs,
             "error": info.error, "stop_reason": info.stop_reason, "usage": info.usage}
 

@@ -3,7 +3,7 @@
 import pytest
 from langchain_core.messages import HumanMessage
 
-from deerflow_nb.errors import ThreadBusyError
+from deerflow_nb.errors import ThreadBusyError, UsageError
 from deerflow_nb.testing import ScriptedChatModel
 
 WRITE_ONLY = {"content": "", "tool_calls": [{"name": "write_file", "args": {
@@ -119,6 +119,45 @@ def test_interrupt_strategy_replaces_the_active_run(make_agent):
     assert second.status == "success"
     humans = [m.content for m in thread.messages if isinstance(m, HumanMessage)]
     assert humans[-1] == "two"
+
+
+def test_enqueue_queues_runs_in_order_and_the_queue_runs_after_the_active_one(make_agent):
+    model = ScriptedChatModel(responses=["slow " * 60, "second answer", "third answer"], latency=0.02)
+    agent = make_agent(model=model)
+    thread = agent.thread()
+    engine, loop, opts = agent.runtime, agent.runtime.loop, agent.runtime.defaults
+    first = loop.run(engine.start_run(thread.id, "one", opts))
+    second = loop.run(engine.start_run(thread.id, "two", opts, multitask_strategy="enqueue"))
+    third = loop.run(engine.start_run(thread.id, "three", opts, multitask_strategy="enqueue"))
+    store = loop.run(engine.store())
+    # stored, outside the one-active-run index; shown as pending
+    assert loop.run(store.runs.get(second.run_id, "default")).status == "queued"
+    assert thread.run(second.run_id).status == "pending" and second.task is None
+    with pytest.raises(ThreadBusyError):  # the queue does not make room for a rejecting run
+        loop.run(engine.start_run(thread.id, "four", opts))
+    with pytest.raises(UsageError, match="secrets"):
+        loop.run(engine.start_run(thread.id, "five", opts, {"k": "v"}, multitask_strategy="enqueue"))
+    assert thread.run(third.run_id).wait() == "third answer"  # the queue ran, in order
+    assert [first.status, second.status, third.status] == ["success"] * 3
+    humans = [m.content for m in thread.messages if isinstance(m, HumanMessage)]
+    assert humans == ["one", "two", "three"]
+    assert thread.run(second.run_id).wait() == "second answer"
+
+
+def test_a_queued_run_can_be_cancelled_and_never_runs(make_agent):
+    model = ScriptedChatModel(responses=["slow " * 40, "after"], latency=0.02)
+    agent = make_agent(model=model)
+    thread = agent.thread()
+    engine, loop, opts = agent.runtime, agent.runtime.loop, agent.runtime.defaults
+    first = loop.run(engine.start_run(thread.id, "one", opts))
+    queued = loop.run(engine.start_run(thread.id, "two", opts, multitask_strategy="enqueue"))
+    assert thread.run(queued.run_id).cancel() == "cancelled"
+    assert queued.status == "interrupted"
+    loop.run(first.wait())
+    nxt = thread.start("three")
+    assert nxt.wait() == "after"  # the cancelled run did not take the model's next answer
+    humans = [m.content for m in thread.messages if isinstance(m, HumanMessage)]
+    assert humans == ["one", "three"]
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])

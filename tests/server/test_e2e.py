@@ -169,3 +169,31 @@ def test_cross_user_isolation(server):
     assert httpx.get(f"{srv.api}/health", headers=srv.headers("nobody")).status_code in {401, 403}
     assert tid in [t["thread_id"] for t in alice.threads.search(limit=100)]
     assert (srv.root / "deerflow-home/users/alice/threads" / tid).is_dir()
+
+
+def test_a_queued_run_survives_a_restart_and_runs_after_the_recovered_one(tmp_path):
+    # answers depend on the input only, so the restarted server's model answers the queued run as the first would
+    config = write_config(tmp_path / "config.yaml", [], extra={"models": [
+        {"name": "parity", "use": "tests.client.parity_models:ParityModel", "latency": 0.05}]})
+    srv = JupyterServer(tmp_path / "srv", config).start()
+    try:
+        client = sdk(srv)
+        tid = client.threads.create()["thread_id"]
+        first = client.runs.create(tid, "lead_agent", input={"messages": [{"role": "user", "content": "slow please"}]})
+        wait_status(client, tid, first["run_id"], {"running"})
+        queued = client.runs.create(tid, "lead_agent", input={"messages": [{"role": "user", "content": "next"}]},
+                                    multitask_strategy="enqueue")
+        assert queued["status"] == "pending" and queued["multitask_strategy"] == "enqueue"
+        assert client.runs.get(tid, queued["run_id"])["status"] == "pending"
+        srv.kill()  # the active run dies with the server; the queued one is only a row
+        srv.start()
+        client = sdk(srv)
+        recovered = client.runs.get(tid, first["run_id"])
+        assert (recovered["status"], recovered["stop_reason"]) == ("error", "orphan_recovered")
+        client.runs.join(tid, queued["run_id"])
+        assert client.runs.get(tid, queued["run_id"])["status"] == "success"
+        messages = client.threads.get_state(tid)["values"]["messages"]
+        assert [m["content"] for m in messages if m["type"] == "human"] == ["slow please", "next"]
+        assert messages[-1]["content"] == "Answer to next."
+    finally:
+        srv.stop()

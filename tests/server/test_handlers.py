@@ -65,7 +65,7 @@ async def test_thread_lifecycle_and_wait(jp_fetch):
 @pytest.mark.parametrize("body, field", [
     ({"input": MSG, "stream_mode": "messages"}, "stream_mode"),
     ({"input": MSG, "stream_mode": ["values", "events"]}, "stream_mode"),
-    ({"input": MSG, "multitask_strategy": "enqueue"}, "multitask_strategy"),
+    ({"input": MSG, "multitask_strategy": "later"}, "multitask_strategy"),
     ({"input": MSG, "durability": "sync"}, "durability"),
     ({"input": MSG, "checkpoint_during": True}, "checkpoint_during"),
     ({"input": MSG, "on_completion": "complete"}, "on_completion"),
