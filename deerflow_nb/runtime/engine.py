@@ -692,13 +692,27 @@ class Runtime:
             if rollback_point:
                 await restore_rollback_point(graph, store.checkpointer, thread_id, rollback_point[0])
 
+        async def abandon(record: RunRecord) -> None:  # cancelled while pending: pair the preparation
+            if early is not None:
+                early.cancel()
+            try:
+                await asyncio.to_thread(self._finish_blocking, context, record.status
+                                        if record.status in {"error", "timeout"} else "interrupted")
+                for plugin in self.plugins:
+                    try:
+                        await plugin.finish_run(context, "interrupted")
+                    except Exception as exc:
+                        logger.warning("plugin %s failed after run %s: %s", type(plugin).__name__, run_id, exc)
+            finally:
+                run_config.live = False
+
         for plugin in self.plugins:  # before admission, so a plug-in's refusal reaches the caller
             await plugin.prepare_run(context)
         try:
             return await self.runs.create(
                 thread_id=thread_id, user_id=user_id, body=body, run_id=run_id, assistant_id=assistant_id,
                 multitask_strategy=multitask_strategy, metadata=metadata, on_rollback=rollback,
-                timeout=options.timeout, admitted=admitted_run_id is not None,
+                timeout=options.timeout, admitted=admitted_run_id is not None, on_abandon=abandon,
                 kwargs={"model_name": model_name, "plan_mode": options.plan_mode,
                         "thinking_enabled": options.thinking_enabled, "subagent_enabled": options.subagent_enabled})
         except BaseException:

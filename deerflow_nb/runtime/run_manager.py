@@ -71,6 +71,9 @@ class RunRecord(RunInfo):
     title: str | None = None
     rollback_requested: bool = False
     on_rollback: Callable[[RunRecord], Awaitable[None]] | None = field(default=None, repr=False)
+    #: Called when the run ends without its body ever starting (cancelled while pending): undoes its preparation.
+    on_abandon: Callable[[RunRecord], Awaitable[None]] | None = field(default=None, repr=False)
+    body_started: bool = False
     finalized: bool = False
     #: Another process recovered the run after its lease expired: its outcome is no longer ours to store.
     lease_lost: bool = False
@@ -181,7 +184,8 @@ class RunManager:
                      assistant_id: str = "lead_agent", multitask_strategy: str = "reject",
                      metadata: dict[str, Any] | None = None, kwargs: dict[str, Any] | None = None,
                      on_rollback: Callable[[RunRecord], Awaitable[None]] | None = None,
-                     timeout: float | None = None, admitted: bool = False) -> RunRecord:
+                     timeout: float | None = None, admitted: bool = False,
+                     on_abandon: Callable[[RunRecord], Awaitable[None]] | None = None) -> RunRecord:
         """Admit and start a run; returns its record at once (status ``pending``).
 
         ``admitted``: the run's row already holds the thread (a queued run :meth:`promote` admitted).
@@ -204,6 +208,7 @@ class RunManager:
             if admitted and placeholder is not None and not placeholder.done:  # its waiters get the run
                 placeholder.kwargs, placeholder.on_rollback = dict(kwargs or placeholder.kwargs), on_rollback
                 record = placeholder
+            record.on_abandon = on_abandon
             record.owner = self.owner
             if self._runs is not None and not admitted:
                 # stored pending (its thread running) in the admitting transaction; the unique
@@ -374,6 +379,7 @@ class RunManager:
             record.status = "running"
             ticker.start()
             async with asyncio.timeout(timeout):
+                record.body_started = True  # from its first step on, the body's own cleanup runs
                 async for event in body(record):
                     if not ticker.observe(event):
                         continue  # a model's progress report: published as progress by the ticker
@@ -410,6 +416,11 @@ class RunManager:
         if record.finalized:
             return
         record.finalized = True
+        if not record.body_started and record.on_abandon is not None:
+            try:
+                await record.on_abandon(record)
+            except Exception as exc:
+                logger.warning("cleanup of run %s (ended before it started) failed: %s", record.run_id, exc)
         try:
             if record.rollback_requested and record.on_rollback is not None:
                 try:

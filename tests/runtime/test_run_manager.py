@@ -80,8 +80,10 @@ async def test_reject_interrupt_rollback_and_enqueue(store):
     first = await manager.create(thread_id="t", user_id="u", body=gated(gate))
     with pytest.raises(ThreadBusyError):
         await manager.create(thread_id="t", user_id="u", body=gated(gate))
-    with pytest.raises(UsageError, match="enqueue"):
+    with pytest.raises(ThreadBusyError):  # admission itself never queues: the runtime stores the run (enqueue())
         await manager.create(thread_id="t", user_id="u", body=gated(gate), multitask_strategy="enqueue")
+    with pytest.raises(UsageError, match="later"):
+        await manager.create(thread_id="t", user_id="u", body=gated(gate), multitask_strategy="later")
     rolled_back = []
 
     async def on_rollback(record):
