@@ -140,3 +140,41 @@ def test_already_installed_and_not_a_zip(archive, custom_root: Path, tmp_path: P
         install_skill_archive(text, custom_root)
     with pytest.raises(NotFoundError, match="not found"):  # nothing refused: there is no archive (both modes)
         install_skill_archive(tmp_path / "missing.skill", custom_root)
+
+
+def _raw_archive(path: Path, entries: list[tuple[str, bytes]], *, patch=None) -> Path:
+    import warnings
+
+    with warnings.catch_warnings(), zipfile.ZipFile(path, "w") as zf:
+        warnings.simplefilter("ignore")  # a duplicate name is the point of one case
+        for name, data in entries:
+            zf.writestr(zipfile.ZipInfo(name), data)
+    if patch is not None:
+        path.write_bytes(patch(path.read_bytes()))
+    return path
+
+
+def _flag_encrypted(data: bytes) -> bytes:
+    # the general-purpose bit flag (bit 0: encrypted) in every local and central header
+    out = bytearray(data)
+    for signature, offset in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        start = 0
+        while (start := out.find(signature, start)) != -1:
+            out[start + offset] |= 1
+            start += 4
+    return bytes(out)
+
+
+@pytest.mark.parametrize(("case", "entries", "patch", "why"), [
+    ("duplicate", [("s/SKILL.md", GOOD.encode()), ("s/SKILL.md", GOOD.encode())], None, "appears twice"),
+    ("file-as-folder", [("s/SKILL.md", GOOD.encode()), ("s/data", b"x"), ("s/data/x.txt", b"y")], None,
+     "which is a file"),
+    ("bad-crc", [("s/SKILL.md", GOOD.encode()), ("s/notes.txt", b"hello world")],
+     lambda b: b.replace(b"hello world", b"hello w0rld"), "'s/notes.txt' cannot be read"),
+    ("encrypted", [("s/SKILL.md", GOOD.encode())], _flag_encrypted, "'s/SKILL.md' cannot be read"),
+])
+def test_damaged_archives_are_refused_naming_the_entry(case, entries, patch, why, custom_root: Path, tmp_path: Path):
+    path = _raw_archive(tmp_path / f"{case}.skill", entries, patch=patch)
+    with pytest.raises(SkillInstallError, match=why):
+        install_skill_archive(path, custom_root)
+    assert not custom_root.exists() or tree(custom_root) == []  # nothing written, no staging folder left
