@@ -241,3 +241,22 @@ def test_malformed_messages_in_a_state_update_are_refused_alike(agent, message, 
     with pytest.raises(UsageError, match=field.replace("[", r"\[").replace("]", r"\]")):
         thread.update_state({"messages": [message]})
     assert thread.history(limit=1)[0]["checkpoint_id"] == head  # nothing written
+
+
+def test_a_known_run_id_gives_a_run_in_both_modes(agent):
+    import warnings
+
+    from deerflow_nb.client import remote
+
+    thread = agent.thread()
+    first = thread.start("hello seven")
+    assert first.wait() == "Answer to seven."
+    assert thread.chat("hello eight") == "Answer to eight."
+    again = thread.run(first.run_id)  # a finished run, not the latest: its own answer
+    assert isinstance(again, df.Run) and again.status == "success" and again.wait() == "Answer to seven."
+    with pytest.raises(NotFoundError):
+        agent.thread().run(first.run_id)  # another thread's run
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        assert remote.RemoteRun(agent, thread.id, first.run_id).wait() == "Answer to seven."
+        assert remote.RemoteThread(agent, thread.id).id == thread.id

@@ -101,7 +101,23 @@ def test_deprecated_remote_names_still_work():
         cls = remote.RemoteDeerFlow
     assert issubclass(cls, df.DeerFlow)
     with pytest.warns(DeprecationWarning):
-        assert remote.RemoteThread is df.Thread
+        remote_thread = remote.RemoteThread
+    with pytest.warns(DeprecationWarning):
+        remote_run = remote.RemoteRun
+
+    class Client:  # what the old constructors took: a client, a thread id, a run id
+        def thread(self, thread_id):
+            return Thread(thread_id)
+
+    class Thread:
+        def __init__(self, thread_id):
+            self.id = thread_id
+
+        def run(self, run_id):
+            return (self.id, run_id)
+
+    assert remote_thread(Client(), "t").id == "t"
+    assert remote_run(Client(), "t", "r") == ("t", "r")  # tests/client/test_parity.py runs it for real
 
 
 async def test_waiting_on_a_run_streams_only_its_answer_and_outcome(api_url, jp_auth_header):
