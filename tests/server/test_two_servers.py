@@ -2,8 +2,9 @@
 
 A run started on server A is listed, joined and cancelled from server B, and interrupted by a new run
 with ``multitask_strategy="interrupt"`` on B; A is SIGKILLed mid-run
-and B recovers the run through its lease; a server restarted with the host name and pid its dead
-predecessor recorded still recovers that run. Each test has a database of its own. Leases are
+and B recovers the run at once (same host: A's pid is gone), or through its lease when B plays another
+host (``DEER_FLOW_HOST_ID``); a server restarted with the host name and pid its dead predecessor recorded
+still recovers that run. Each test has a database of its own. Leases are
 short here and every wait is on a condition with a generous timeout (no wall-clock assertions).
 """
 
@@ -40,11 +41,12 @@ def database_url(tmp_path) -> Iterator[str]:
         yield target.url
 
 
-def _server(root: Path, url: str, responses: list, latency: float) -> JupyterServer:
+def _server(root: Path, url: str, responses: list, latency: float, host: str | None = None) -> JupyterServer:
     root.mkdir()
     config = write_config(root / "config.yaml", responses, latency=latency, extra={
         "title": {"enabled": False}, "database": {"backend": "postgres", "url": url}, "runs": LEASES})
-    return JupyterServer(root, config, users={TOKEN: "alice"})  # one user, known to both servers
+    env = {"DEER_FLOW_HOST_ID": host} if host else None  # plays a pod on another machine
+    return JupyterServer(root, config, users={TOKEN: "alice"}, extra_env=env)  # one user, known to both
 
 
 @pytest.fixture
@@ -163,6 +165,7 @@ def test_a_killed_server_s_run_is_recovered_by_the_other_and_the_thread_takes_ne
     run = client.runs.get(tid, rid)
     assert (run["status"], run["stop_reason"]) == ("error", "orphan_recovered")
     assert run["error"]["type"] == "OrphanRecovered"
+    assert "its process died" in run["error"]["message"]  # same host: B saw A's pid gone, no lease wait
 
     def marked() -> dict | None:
         last = client.threads.get_state(tid)["values"].get("messages", [{}])[-1]
@@ -224,3 +227,24 @@ def test_a_server_restarted_with_its_predecessors_host_and_pid_recovers_the_run(
         assert sdk(server).runs.get(tid, again)["status"] == "interrupted"
     finally:
         server.stop()
+
+
+def test_a_server_of_another_host_waits_for_the_lease_of_a_killed_run(tmp_path, database_url):
+    a = _server(tmp_path / "a", database_url, [SLOW] * 20, 0.04, host="pod-a")
+    b = _server(tmp_path / "b", database_url, [FAST] * 20, 0.0, host="pod-b")
+    try:
+        a.start()
+        sdk(a).threads.create()
+        b.start()
+        tid, rid, _ = start_slow_run(a, b)
+        client = sdk(b)
+        a.kill()
+        until(lambda: client.runs.get(tid, rid)["status"] != "running")
+        run = client.runs.get(tid, rid)
+        assert (run["status"], run["stop_reason"]) == ("error", "orphan_recovered")
+        # B cannot tell whether a process of another host lives: only the expired lease let it recover the run
+        assert "its lease expired" in run["error"]["message"]
+        assert client.runs.wait(tid, "lead_agent", input=MSG)["messages"][-1]["content"] == FAST
+    finally:
+        a.stop()
+        b.stop()
