@@ -244,6 +244,12 @@ class RunStore:
             query = query.where(_R.c.status == status)
         return [RunInfo.from_mapping(r) for r in await self._db.read(lambda conn: _all(conn, query))]
 
+    async def active_on_thread(self, thread_id: str, user_id: str) -> list[RunInfo]:
+        """The thread's ``pending`` or ``running`` runs (at most one by the index; queued runs are not active)."""
+        query = sa.select(_R).where(_R.c.thread_id == thread_id, _R.c.user_id == user_id,
+                                    _R.c.status.in_(ACTIVE_RUN_STATUSES))
+        return [RunInfo.from_mapping(r) for r in await self._db.read(lambda conn: _all(conn, query))]
+
     async def active(self) -> list[RunInfo]:
         """Every run still marked ``pending`` or ``running`` (all users)."""
         query = sa.select(_R).where(_R.c.status.in_(ACTIVE_RUN_STATUSES))

@@ -243,8 +243,7 @@ class RunManager:
         """
         assert self._runs is not None
         action = "rollback" if strategy == "rollback" else "interrupt"
-        active = [info for status in ("running", "pending")
-                  for info in await self._runs.list_by_thread(thread_id, user_id, limit=5, status=status)]
+        active = await self._runs.active_on_thread(thread_id, user_id)  # not its queue: that waits its turn
         budget = 2 * self.lease_seconds + self.lease_renew_seconds
         deadline = time.monotonic() + budget
         for info in active:
@@ -293,21 +292,19 @@ class RunManager:
 
     def notify_thread_free(self, thread_id: str) -> None:
         """Let the queue of a thread whose run ended start its next run (a task: never blocks the caller)."""
-        if self.on_thread_free is None:
-            return
-        try:
-            task = asyncio.get_running_loop().create_task(self.on_thread_free(thread_id),
-                                                          name=f"deerflow-dispatch-{thread_id}")
-        except RuntimeError:  # no loop (shut down)
-            return
-        self._dispatching.add(task)
-        task.add_done_callback(self._dispatching.discard)
+        if self.on_thread_free is not None:
+            self._spawn(self.on_thread_free(thread_id), f"deerflow-dispatch-{thread_id}")
 
     def schedule_dispatch(self) -> None:
         """Run :meth:`dispatch_queued` soon, as a task (at startup: queued runs that outlived a restart)."""
+        self._spawn(self.dispatch_queued(), "deerflow-dispatch")
+
+    def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        """Run ``work`` as a task this manager keeps (and cancels at shutdown)."""
         try:
-            task = asyncio.get_running_loop().create_task(self.dispatch_queued(), name="deerflow-dispatch")
-        except RuntimeError:
+            task = asyncio.get_running_loop().create_task(work, name=name)
+        except RuntimeError:  # no loop (shut down)
+            work.close()
             return
         self._dispatching.add(task)
         task.add_done_callback(self._dispatching.discard)
@@ -322,9 +319,9 @@ class RunManager:
         for record in [r for r in self._records.values() if r.task is None and not r.done]:
             info = await self._runs.get(record.run_id, None)
             if info is None or info.status in TERMINAL_STATUSES:  # run (or deleted) by another process
-                await self._settle(record, info)
+                self._settle(record, info)
 
-    async def _settle(self, record: RunRecord, info: RunInfo | None) -> None:
+    def _settle(self, record: RunRecord, info: RunInfo | None) -> None:
         """End a queued record this process will not execute with the outcome stored for it."""
         status = info.status if info is not None else "error"
         record.error = info.error if info is not None else {"message": "the queued run was deleted"}
@@ -345,14 +342,13 @@ class RunManager:
                                         thread=(info.thread_id, "error"))
         record = self._records.get(info.run_id)
         if record is not None and not record.done:
-            await self._settle(record, RunInfo(info.run_id, info.thread_id, info.user_id, status="error",
+            self._settle(record, RunInfo(info.run_id, info.thread_id, info.user_id, status="error",
                                                error=error, stop_reason="run_error"))
 
     async def _recover_dead_holder(self, thread_id: str, user_id: str) -> bool:
         """Recover the thread's active runs whose process provably died (same host); whether any was."""
         assert self._runs is not None
-        recovered = [info.run_id for status in ("running", "pending")
-                     for info in await self._runs.list_by_thread(thread_id, user_id, limit=5, status=status)
+        recovered = [info.run_id for info in await self._runs.active_on_thread(thread_id, user_id)
                      if info.run_id not in self._records and _holder_dead(info) and await self._take_over(info)]
         if recovered and self.on_recovered is not None:
             await self.on_recovered(recovered)
@@ -502,7 +498,7 @@ class RunManager:
                     return await self.cancel(run_id, action=action, user_id=user_id)  # promoted meanwhile
                 placeholder = self._records.get(run_id)
                 if placeholder is not None and not placeholder.done:
-                    await self._settle(placeholder, await self._runs.get(run_id, None))
+                    self._settle(placeholder, await self._runs.get(run_id, None))
                 return CancelOutcome.CANCELLED
             if await self._take_over(stored):  # its owner is gone: recovered now, not at the next scan
                 if self.on_recovered is not None:

@@ -170,3 +170,18 @@ async def test_orphans_of_dead_processes_are_recovered(store):
     assert (await store.runs.get("alive", "u")).status == "running"  # its owner renews its lease
     record = await manager.create(thread_id="t", user_id="u", body=gated(asyncio.Event()))
     await manager.cancel(record.run_id)  # the thread accepted a new run
+
+
+@pytest.mark.asyncio
+async def test_a_thread_s_queue_is_not_one_of_its_active_runs(store):
+    # an interrupt from another process stops the active run only; the queue waits its turn
+    manager = manager_for(store)
+    gate = asyncio.Event()
+    active = await manager.create(thread_id="t", user_id="u", body=gated(gate))
+    queued = await manager.enqueue(thread_id="t", user_id="u", run_id="q1")
+    assert [r.run_id for r in await store.runs.active_on_thread("t", "u")] == [active.run_id]
+    assert {r.run_id for r in await store.runs.list_by_thread("t", "u", status="pending")} >= {"q1"}  # to clients
+    assert (await store.runs.get("q1", "u")).status == "queued" and queued.status == "pending"
+    gate.set()
+    await active.wait()
+    await manager.shutdown()
