@@ -98,16 +98,51 @@ def _files_only(values: AnswerValues) -> bool:
     return not values.numbers and all(name.startswith("/mnt/") for name in values.names)
 
 
-def agree(first: str, second: str, question: str = "") -> bool:
-    """Whether two outputs for ``question`` state the same answer (see the module docstring)."""
-    a, b = answer_values(first, question), answer_values(second, question)
-    if _files_only(a) and _files_only(b):  # no value but the files written (a chart saved): nothing to compare
-        return True
-    if not a or not b:
-        return False
+def _same_values(a: AnswerValues, b: AnswerValues) -> bool:
     small, large = (a, b) if len(a.numbers) <= len(b.numbers) else (b, a)
     if not _contained(small.numbers, large.numbers):
         return False
     if not (a.names <= b.names or b.names <= a.names):
         return False
     return bool(small.numbers) or bool(a.names & b.names)
+
+
+def _answer_lines(stdout: str, question: str) -> list[AnswerValues]:
+    """The values of each line of an output that states one (lines naming only a saved file aside)."""
+    lines = [answer_values(line, question) for line in stdout.splitlines()]
+    return [values for values in lines if values and not _files_only(values)]
+
+
+def _lines_match(first: list[AnswerValues], second: list[AnswerValues]) -> bool:
+    """Whether every line of the output with fewer lines states what a line of its own in the other states."""
+    few, many = (first, second) if len(first) <= len(second) else (second, first)
+    taken: dict[int, int] = {}  # a line of ``many`` -> the line of ``few`` matched to it
+
+    def place(i: int, seen: set[int]) -> bool:  # augmenting path (a few lines each: no need for more)
+        for j, other in enumerate(many):
+            if j in seen or not _same_values(few[i], other):
+                continue
+            seen.add(j)
+            if j not in taken or place(taken[j], seen):
+                taken[j] = i
+                return True
+        return False
+
+    return all(place(i, set()) for i in range(len(few)))
+
+
+def agree(first: str, second: str, question: str = "") -> bool:
+    """Whether two outputs for ``question`` state the same answer (see the module docstring).
+
+    Besides the values of the whole outputs, their lines must match: each line of the one with fewer lines
+    states what a line of its own in the other states, so a part answered with a name in one output and a
+    number in the other (or two parts answered alike) is a disagreement even when every number is shared.
+    """
+    a, b = answer_values(first, question), answer_values(second, question)
+    if _files_only(a) and _files_only(b):  # no value but the files written (a chart saved): nothing to compare
+        return True
+    if not a or not b:
+        return False
+    if not _same_values(a, b):
+        return False
+    return _lines_match(_answer_lines(first, question), _answer_lines(second, question))

@@ -74,14 +74,20 @@ def turn_question(request: ModelRequest, human: HumanMessage) -> str:
     return question_text(list(request.messages), human, human.text)
 
 
-def with_data(human: HumanMessage, preview: DataPreview, original: str) -> HumanMessage:
-    """``human`` with the data description put right before the user's words (the uploads note dropped)."""
+def with_data(human: HumanMessage, preview: DataPreview, original: str, note: str = "") -> HumanMessage:
+    """``human`` with the data description put right before the user's words (the uploads note dropped).
+
+    ``note`` (what the program is told about the question, e.g. that a report is written for it) goes after them.
+    """
     content = human.content
-    block = "Data:\n" + preview.text + "\n\nQuestion: "
+    block = ("Data:\n" + preview.text + "\n\nQuestion: ") if preview else ""
+    after = "\n\n" + note if note else ""
     if is_answer(human):  # the question asked before, with the user's answer
-        return human.model_copy(update={"content": block + original})
+        return human.model_copy(update={"content": block + original + after})
     if isinstance(content, str):
         at = content.rfind(original) if original else -1
         head, tail = (content[:at], content[at:]) if at >= 0 else ("", content)
-        return human.model_copy(update={"content": _UPLOAD_NOTE.sub("", head) + block + tail})
-    return human.model_copy(update={"content": [{"type": "text", "text": block}, *content]})
+        return human.model_copy(update={"content": _UPLOAD_NOTE.sub("", head) + block + tail + after})
+    blocks = [*([{"type": "text", "text": block}] if block else []), *content,
+              *([{"type": "text", "text": note}] if note else [])]
+    return human.model_copy(update={"content": blocks})

@@ -72,7 +72,10 @@ def _decide(messages: list[Any]) -> Any:
                         "print('revenue (units * price) by region:')\nprint(rev.to_string())\n")
     if "report" in question:
         target = re.search(rf"{OUT}/\S+\.md", question)
-        if tries == 0 or target is None:  # forgets the report at first
+        if "in the way" in question and target:  # a folder where the report should go
+            return _program(load + f"import os\nos.makedirs('{target.group(0)}', exist_ok=True)\n"
+                            "print('rows:', len(df))\n")
+        if "written from those printed lines" in question or target is None:  # told that the report is written
             return _program(load + "print('rows:', len(df))\n")
         return _program(load + f"open('{target.group(0)}', 'w').write(f'# Sales\\n\\nSource: {UP}/sales.csv\\n"
                         "\\nRows: {len(df)}\\n')\nprint('rows:', len(df))\n")

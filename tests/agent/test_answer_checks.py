@@ -139,7 +139,17 @@ Q = "Which region has the highest total amount in /mnt/user-data/uploads/s.csv, 
     ("", "count: 3", False),
     ("histogram of units saved", "the histogram was saved", True),     # no values on either side
     ("", "", True),
-    ("bar chart saved to /mnt/user-data/outputs/x.png", "", True),               # one says where it saved it                                                            # only files written
+    ("bar chart saved to /mnt/user-data/outputs/x.png", "", True),               # one says where it saved it
+    # every number shared, but a part answered with a name in one and a number in the other
+    ("department with the highest score: Engineering\nmean salary of Mid: 73582.35",
+     "department with the highest score: 3.41\nmean salary of Mid: 73582.35", False),
+    # the parts in another order, one output saying where it saved a file
+    ("mean salary: 73582.35\ntop department: Engineering",
+     "top department: Engineering\nmean salary: 73582.35\nsaved to /mnt/user-data/outputs/r.md", True),
+    # two parts in one line on one side, a line each on the other
+    ("Initech products: 12, mean cost 36.70", "Initech products: 12\nmean cost: 36.7017", True),
+    # one output answers two parts with one value: the other's second part has no line to match
+    ("outliers: 3\nmean cost: 36.70", "outliers: 3\nmean cost: 3", False),
 ])
 def test_two_outputs_agree_on_their_values_not_their_labels(first, second, same):
     assert agree(first, second, Q) is same
@@ -155,7 +165,9 @@ MP = ("/mnt/user-data/uploads/sales.csv - which region has the highest average u
     ("top region: north\nmean unit_cost of Monitor orders: 149.98\nsaved /mnt/user-data/outputs/h.png", [], True),
     ("top region: north\nMonitor orders: 217\nmean unit_cost: 149.98", [], False),
     ("top region: north\nMonitor orders: 1,217\nmean unit_cost: 149.98", [], False),
-    ("report written", ["/mnt/user-data/outputs/r.md"], False),  # a report may hold the count instead
+    # a Markdown report is written from the printed answer, so the count must be printed
+    ("report written", ["/mnt/user-data/outputs/r.md"], True),
+    ("report written", ["/mnt/user-data/outputs/r.html"], False),  # a program's own HTML page may hold it
 ])
 def test_a_question_asking_how_many_needs_a_count_in_the_output(stdout, requested, flagged):
     from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware

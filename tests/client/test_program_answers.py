@@ -69,15 +69,32 @@ def test_a_program_that_keeps_failing_ends_the_run_as_an_error(agent, sales):
     assert run.status == "error"
 
 
-def test_a_requested_file_is_written_on_the_repair_and_presented_with_virtual_paths(agent, sales, tmp_path):
+def test_a_report_is_written_from_the_confirmed_answer_and_presented_with_virtual_paths(agent, sales, tmp_path):
     thread = _thread(agent, sales)
     answer = thread.chat(f"Write a report on {UP}/sales.csv to {OUT}/sales_report.md")
     assert thread.state["artifacts"] == [f"{OUT}/sales_report.md"]
     report = thread.artifact(f"{OUT}/sales_report.md")[0].decode()
-    assert report == f"# Sales\n\nSource: {UP}/sales.csv\n\nRows: 3\n"  # the virtual path, never the data home
+    # what the program printed, confirmed by a check; the report the program itself wrote is replaced, and paths
+    # are virtual (never the data home)
+    assert report == f"# Sales report\n\nData: `{UP}/sales.csv`\n\n- rows: 3\n"
     assert answer == f"rows: 3\n\nSaved: `{OUT}/sales_report.md`"
-    # the first program did not write it: the model was told so and wrote it again (then one check agreed)
-    assert len([m for m in thread.messages if isinstance(m, ToolMessage)]) == 3
+    calls = [m for m in thread.messages if isinstance(m, AIMessage) and m.tool_calls]
+    assert [sorted(k for k in c.additional_kwargs if k.startswith("deerflow_")) for c in calls] == [
+        [], ["deerflow_check"], ["deerflow_report"]]
+    # the program was told that the report is written for it (the scripted model then does not write it)
+    assert "open(" not in calls[0].tool_calls[0]["args"]["code"]
+    tools = [m for m in thread.messages if isinstance(m, ToolMessage)]
+    assert [t.status for t in tools] == ["success"] * 3
+
+
+def test_a_report_that_cannot_be_written_ends_the_run_as_an_error(agent, sales):
+    thread = _thread(agent, sales)
+    run = thread.start(f"Write a report on {UP}/sales.csv to {OUT}/sales_report.md, a folder in the way")
+    with pytest.raises(AnswerError) as caught:
+        run.wait()
+    assert caught.value.stop_reason == "undelivered_outputs"
+    assert caught.value.cause.startswith("could not write the report: IsADirectoryError")
+    assert not [m for m in thread.messages if isinstance(m, AIMessage) and not m.tool_calls]
 
 
 def test_an_answer_is_given_once_an_independent_program_agrees(agent, sales):

@@ -34,6 +34,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from deerflow_nb.agent.answer_agreement import agree
 from deerflow_nb.agent.answer_format import format_output
+from deerflow_nb.agent.answer_report import report_note, report_paths, report_program, report_text
 from deerflow_nb.agent.middlewares._base import context_of, last_ai
 from deerflow_nb.agent.middlewares.answer_check import PROGRAM_ANSWER
 from deerflow_nb.agent.program_fixes import add_missing_imports
@@ -176,7 +177,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             return "unanswered_part", (f"The output names the rows by their row number. Name them by the {id_column} "
                                        f"column instead (e.g. print df.loc[top.index, ['{id_column}', ...]] or "
                                        f"set_index('{id_column}') first) and write the whole program again.")
-        reports = [p for p in requested if p.lower().endswith((".md", ".txt", ".html"))]  # counts may go there
+        reports = [p for p in requested if p.lower().endswith(".html")]  # counts may go there
         if _HOW_MANY.search(asked) and not reports and not _WHOLE.search(re.sub(r"\S*/\S*", " ", stdout)):
             return "unanswered_part", ("The question asks how many, and the output states no count. Write the "
                                        "whole program again so that it prints every asked value, the count too, "
@@ -199,18 +200,23 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         last = next((m for m in reversed(after) if not is_internal(m)), None)  # hints (loop warnings) aside
         if not isinstance(last, ToolMessage) or last.name != CODE_TOOL:
             return "model", None
-        checks_ids = _check_call_ids(after)
+        run_id = context_of(request).run_id
+        reporting = _flagged_calls(after, _REPORT_FLAG)
+        if last.tool_call_id in reporting:  # the reports are written: the answer they were written from
+            return _reported(last, reporting[last.tool_call_id], run_id)
+        checks_ids = set(_flagged_calls(after, _CHECK_FLAG))
         codes = _call_codes(after)
         entries = [({**(m.additional_kwargs.get(PROGRAM_KEY) or {}), "code": codes.get(m.tool_call_id, "")},
-                    m.tool_call_id in checks_ids) for m in after if isinstance(m, ToolMessage) and m.name == CODE_TOOL]
+                    m.tool_call_id in checks_ids) for m in after if isinstance(m, ToolMessage)
+                   and m.name == CODE_TOOL and m.tool_call_id not in reporting]
         main = [run for run, check in entries if not check]
         checks = [run for run, check in entries if check]
         asked = _asked(request)
-        requested = requested_outputs(asked)
+        reports = report_paths(requested_outputs(asked))
+        requested = [path for path in requested_outputs(asked) if path not in reports]  # the programs' files
         written = [path for run, _ in entries for path in run.get("written", [])]
         cached = context_of(request).extra.get(_PREVIEW_KEY)
         preview = cached if isinstance(cached, DataPreview) else None
-        run_id = context_of(request).run_id
         if not entries[-1][1]:  # the question's own program (or its repair)
             problem = self.problem(main[-1], requested, written, preview, asked)
             if problem is None and len(main) < self.max_programs and not any(
@@ -219,7 +225,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
                 if hint:
                     return "model", hint
             if problem is None:
-                return ("check", None) if self.check_programs else ("answer", self._answer(main[-1], asked))
+                return ("check", None) if self.check_programs else ("answer", self._answer(main[-1], asked, reports))
             reason, hint = problem
             if len(main) < self.max_programs:
                 return "model", hint
@@ -235,27 +241,37 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         stdout = [str(run.get("stdout") or "") for run in (answer, *usable)]
         for i, j in ((0, k) for k in range(1, len(stdout))):
             if agree(stdout[i], stdout[j], asked):
-                return "answer", self._answer(answer, asked)
+                return "answer", self._answer(answer, asked, reports)
         if len(usable) >= 2 and agree(stdout[1], stdout[2], asked):  # two checks outvote the first answer
-            return "answer", self._answer(usable[0], asked)
+            return "answer", self._answer(usable[0], asked, reports)
         if len(checks) < self.check_programs:
             return "check", None
         if not usable:  # the checks failed to run: nothing contradicts the answer
-            return "answer", self._answer(answer, asked)
+            return "answer", self._answer(answer, asked, reports)
         cause = ("could not confirm an answer: independent programs computed different results ("
                  + " | ".join(_one_line(text) for text in stdout) + ")")
         return "fail", AnswerError(cause, run_id=run_id, stop_reason="ungrounded_answer", cause=cause)
 
     @staticmethod
-    def _answer(run: dict[str, Any], asked: str) -> AIMessage:
-        """The final message: what ``run`` printed, formatted (as precise as ``asked`` wants it)."""
+    def _answer(run: dict[str, Any], asked: str, reports: Sequence[str] = ()) -> AIMessage:
+        """The final message: what ``run`` printed, formatted (as precise as ``asked`` wants it).
+
+        With ``reports`` asked for, a call writing them from that answer (:mod:`~deerflow_nb.agent.answer_report`)
+        comes first; the answer follows once they are written.
+        """
         places = _PLACES.search(asked)
         text = format_output(str(run.get("stdout") or ""), shorten=not _PRECISION.search(asked),
                              decimals=_places(places.group(1)) if places else None)
-        written = [p for p in run.get("written", []) if p not in text]
-        if written:
-            text = (text + "\n\n" if text else "") + "Saved: " + ", ".join(f"`{p}`" for p in written)
-        return AIMessage(content=text, id=f"lc_run--{uuid.uuid4()}",
+        written = [p for p in [*run.get("written", []), *reports] if p not in text]
+        answer = (text + "\n\n" if text else "") + "Saved: " + ", ".join(f"`{p}`" for p in written) if written else text
+        if reports:
+            sources = data_files(asked, [])
+            code = report_program({path: report_text(path, text, sources) for path in reports})
+            call = {"name": CODE_TOOL, "args": {"code": code}, "id": f"call_{uuid.uuid4().hex[:24]}",
+                    "type": "tool_call"}
+            return AIMessage(content="", tool_calls=[call], id=f"lc_run--{uuid.uuid4()}",
+                             additional_kwargs={_REPORT_FLAG: answer})
+        return AIMessage(content=answer, id=f"lc_run--{uuid.uuid4()}",
                          additional_kwargs={"deerflow_answer": PROGRAM_ANSWER})
 
     # -- the request ---------------------------------------------------------------------------------
@@ -323,8 +339,10 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         if check:  # an independent program: the question as asked, none of this turn's programs
             messages = messages[:len(messages) - len(after)]
             after = []
-        if human is not None and preview:
-            messages = [with_data(m, preview, asked) if m is human else m for m in messages]
+        reports = report_paths(requested_outputs(asked))
+        if human is not None and (preview or reports):
+            note = report_note(reports) if reports else ""
+            messages = [with_data(m, preview, asked, note) if m is human else m for m in messages]
         if hint:
             messages.append(_hint(hint))
         repairing = bool(request.messages) and is_internal(request.messages[-1])  # an answer check's repair turn
@@ -337,7 +355,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
                 settings["code_prefix"] = preview.prelude
             tries = len(_programs(after))
             if check:  # sampled, so that it is written independently of the greedy first program
-                done = len(_check_call_ids(user_turn(request.messages)[1]))
+                done = len(_flagged_calls(user_turn(request.messages)[1], _CHECK_FLAG))
                 settings["temperature"] = CHECK_TEMPERATURE
                 settings["seed"] = 100 + done  # reproducible runs
             elif tries:  # greedy decoding writes the failed program again, word for word: sample the repair
@@ -459,6 +477,7 @@ def _places(word: str) -> int:
 
 
 _CHECK_FLAG = "deerflow_check"
+_REPORT_FLAG = "deerflow_report"
 
 
 def _row_numbers_for_ids(stdout: str, asked: str, preview: DataPreview | None) -> str | None:
@@ -476,10 +495,21 @@ def _call_codes(after: Sequence[BaseMessage]) -> dict[str, str]:
             if isinstance(m, AIMessage) for call in m.tool_calls if call.get("name") == CODE_TOOL}
 
 
-def _check_call_ids(after: Sequence[BaseMessage]) -> set[str]:
-    """Ids of this turn's tool calls that were independent check programs."""
-    return {str(call.get("id")) for m in after if isinstance(m, AIMessage) and m.additional_kwargs.get(_CHECK_FLAG)
-            for call in m.tool_calls}
+def _flagged_calls(after: Sequence[BaseMessage], flag: str) -> dict[str, Any]:
+    """This turn's tool calls made by a message marked with ``flag`` (a check, a report): call id → the mark."""
+    return {str(call.get("id")): m.additional_kwargs[flag] for m in after
+            if isinstance(m, AIMessage) and m.additional_kwargs.get(flag) for call in m.tool_calls}
+
+
+def _reported(result: ToolMessage, answer: str, run_id: str | None) -> tuple[str, Any]:
+    """The step after the reports were written: the answer, or an honest failure when writing them failed."""
+    run = result.additional_kwargs.get(PROGRAM_KEY) or {}
+    if run.get("exit_code") in (0, None) and result.status != "error":
+        return "answer", AIMessage(content=answer, id=f"lc_run--{uuid.uuid4()}",
+                                   additional_kwargs={"deerflow_answer": PROGRAM_ANSWER})
+    detail = (str(run.get("stderr") or result.text).strip().splitlines() or [""])[-1][:200]
+    cause = f"could not write the report: {detail}"
+    return "fail", AnswerError(cause, run_id=run_id, stop_reason="undelivered_outputs", cause=cause)
 
 
 def _one_line(text: str, limit: int = 120) -> str:
