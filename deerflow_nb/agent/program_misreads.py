@@ -7,6 +7,8 @@ made the same mistake. These are found in the program instead, from the question
 - :func:`fix_ttest_variance` rewrites ``ttest_ind``'s ``equal_var`` when the question names the test
   ("pooled", "Student's" → ``True``; "Welch", "unequal variances" → ``False``): a mechanical fix, made
   before the program runs;
+- :func:`keep_needed_rows` limits a whole table's ``dropna()`` to the columns the program uses, when the
+  question did not ask for complete rows (mechanical too);
 - :func:`misread_hint` names a misreading a repair turn can act on: every row with any missing value
   dropped when the question did not ask for complete rows; duplicates counted with ``keep=False`` (every
   copy) or on a subset of the columns when the question asks for exact duplicates of an earlier row;
@@ -20,9 +22,9 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
-__all__ = ["error_hint", "fix_ttest_variance", "misread_hint"]
+__all__ = ["error_hint", "fix_ttest_variance", "keep_needed_rows", "misread_hint"]
 
 _POOLED = re.compile(r"\bpooled\b|\bstudent'?s?\b|\bequal[- ]variances?\b|\bassum\w* equal var", re.IGNORECASE)
 _WELCH = re.compile(r"\bwelch\b|\bunequal[- ]variances?\b|\bnot assum\w* equal|\bwithout assum\w* equal",
@@ -128,8 +130,9 @@ def _calls(tree: ast.AST, method: str) -> list[ast.Call]:
             and node.func.attr == method]
 
 
-def _whole_frame_dropna(tree: ast.AST, frames: Sequence[str]) -> bool:
-    """Whether a loaded DataFrame drops every row with a missing value in any column."""
+def _whole_frame_dropnas(tree: ast.AST, frames: Sequence[str]) -> list[ast.Call]:
+    """The calls by which a loaded DataFrame drops every row with a missing value in any column."""
+    found = []
     for call in _calls(tree, "dropna"):
         target = call.func.value  # type: ignore[attr-defined]
         if not (isinstance(target, ast.Name) and target.id in frames):
@@ -143,8 +146,79 @@ def _whole_frame_dropna(tree: ast.AST, frames: Sequence[str]) -> bool:
         how = keywords.get("how")
         if isinstance(how, ast.Constant) and how.value == "all":
             continue
-        return True
-    return False
+        found.append(call)
+    return found
+
+
+def _whole_frame_dropna(tree: ast.AST, frames: Sequence[str]) -> bool:
+    return bool(_whole_frame_dropnas(tree, frames))
+
+
+def _offsets(code: str) -> Callable[[int, int], int]:
+    """Turns an ast position (line, UTF-8 byte column) into an index of ``code``."""
+    lines = code.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+
+    def at(lineno: int, col: int) -> int:
+        return offsets[lineno - 1] + len(lines[lineno - 1].encode()[:col].decode(errors="ignore"))
+
+    return at
+
+
+#: Calls that need rows complete in their own columns (a model fit, a paired statistic, a test).
+_NEEDS_COMPLETE = frozenset({"fit", "linregress", "pearsonr", "spearmanr", "kendalltau", "polyfit", "train_test_split",
+                             "ttest_ind", "ttest_rel", "chi2_contingency", "f_oneway", "mannwhitneyu", "shapiro",
+                             "normaltest", "kstest", "ols", "OLS", "cross_val_score"})
+
+
+def keep_needed_rows(code: str, asked: str, columns: Mapping[str, Sequence[str]]) -> str:
+    """``code`` without a whole table's ``dropna()`` that drops rows the question needs.
+
+    Measured: the embedded model starts many programs with ``df.dropna(inplace=True)``, which drops rows
+    another part of the question needs (the mean of a column with no gaps, over fewer rows). pandas'
+    aggregations skip missing values by themselves, so the call goes (an in-place one becomes ``pass``,
+    ``df.dropna()`` becomes ``df``). A program fitting a model or running a test needs complete rows in its
+    own columns: there the call keeps rows complete in the columns the program names (``columns``: each
+    loaded frame's columns). Unchanged when the question asks for complete rows or when the program does
+    not parse.
+    """
+    if "dropna" not in code or _COMPLETE_ROWS.search(asked):
+        return code
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code
+    strings = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    called = {node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+              for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    needs_complete = bool(called & _NEEDS_COMPLETE)
+    statements = {id(node.value): node for node in ast.walk(tree) if isinstance(node, ast.Expr)}
+    at = _offsets(code)
+    edits: list[tuple[int, int, str]] = []
+    for call in _whole_frame_dropnas(tree, list(columns)):
+        frame = call.func.value.id  # type: ignore[attr-defined]
+        func = call.func
+        if func.end_lineno is None or func.end_col_offset is None or call.end_lineno is None \
+                or call.end_col_offset is None:
+            continue
+        if needs_complete:
+            used = [name for name in columns[frame] if name in strings]
+            if used:
+                paren = code.index("(", at(func.end_lineno, func.end_col_offset)) + 1
+                edits.append((paren, paren, f"subset={used!r}" + (", " if call.keywords else "")))
+            continue
+        span = (at(call.lineno, call.col_offset), at(call.end_lineno, call.end_col_offset))
+        inplace = any(k.arg == "inplace" and isinstance(k.value, ast.Constant) and k.value.value is True
+                      for k in call.keywords)
+        if inplace and id(call) in statements:
+            edits.append((*span, "pass  # missing values are skipped where each value is computed"))
+        elif not inplace:
+            edits.append((*span, frame))
+    for start, end, text in sorted(edits, reverse=True):
+        code = code[:start] + text + code[end:]
+    return code
 
 
 def _duplicate_misread(tree: ast.AST, asked: str) -> str | None:

@@ -48,24 +48,28 @@ _TEXT_SUFFIXES = (".md", ".txt", ".csv", ".tsv", ".json", ".jsonl", ".html", ".h
 #: The first bytes of the binary formats a program commonly saves, by the name a file's suffix gives it.
 _MAGIC = {"PNG": "89504e470d0a1a0a", "JPEG": "ffd8ff", "GIF": "474946383", "PDF": "25504446",
           "Excel": "504b0304", "Parquet": "50415231"}
+_TABLE_SUFFIXES = (".csv", ".tsv", ".jsonl")
 _KIND_OF_SUFFIX = {"png": "PNG", "jpg": "JPEG", "jpeg": "JPEG", "gif": "GIF", "pdf": "PDF", "xlsx": "Excel",
                    "parquet": "Parquet"}
 
 
 class ProgramRun:
-    """What one program did: ``stdout``, ``stderr``, ``exit_code``, ``timed_out``, ``written``, ``mismatched``.
+    """What one program did: ``stdout``, ``stderr``, ``exit_code``, ``timed_out``, ``written``, ``mismatched``, ``lines``.
 
-    ``mismatched`` names the written files whose content is not what their name says (text in a ``.png``).
+    ``mismatched`` names the written files whose content is not what their name says (text in a ``.png``);
+    ``lines`` counts the lines of each written text table (``.csv``, ``.tsv``, ``.jsonl``), so that two
+    programs' tables can be compared.
     """
 
     def __init__(self, stdout: str, stderr: str, exit_code: int | None, timed_out: bool, written: list[str],
-                 mismatched: list[str] | None = None):
+                 mismatched: list[str] | None = None, lines: dict[str, int] | None = None):
         self.stdout = stdout
         self.stderr = stderr
         self.exit_code = exit_code
         self.timed_out = timed_out
         self.written = written
         self.mismatched = list(mismatched or [])
+        self.lines = dict(lines or {})
 
     @property
     def ok(self) -> bool:
@@ -75,7 +79,8 @@ class ProgramRun:
     def as_dict(self) -> dict[str, Any]:
         """The JSON form kept on the tool message."""
         return {"stdout": self.stdout, "stderr": self.stderr, "exit_code": self.exit_code,
-                "timed_out": self.timed_out, "written": list(self.written), "mismatched": list(self.mismatched)}
+                "timed_out": self.timed_out, "written": list(self.written), "mismatched": list(self.mismatched),
+                "lines": dict(self.lines)}
 
 
 def _command(code: str) -> str:
@@ -95,9 +100,10 @@ def _command(code: str) -> str:
         _EOF,
         "__df_rc=$?",
         f"echo {shlex.quote(marks[0])}",
-        # each file with its first bytes in hex: a chart whose name says PNG must hold a PNG
+        # each file with its first bytes in hex (a chart whose name says PNG must hold a PNG) and its line count
         f"find {OUTPUTS_DIR} -type f -newer \"$__df_dir/start\" 2>/dev/null | sort | while IFS= read -r __df_f; do "
-        "printf '%s\\t%s\\n' \"$__df_f\" \"$(head -c 8 \"$__df_f\" | od -An -tx1 | tr -d ' \\n')\"; done",
+        "printf '%s\\t%s\\t%s\\n' \"$__df_f\" \"$(head -c 8 \"$__df_f\" | od -An -tx1 | tr -d ' \\n')\" "
+        "\"$(wc -l < \"$__df_f\" 2>/dev/null)\"; done",
         f"echo {shlex.quote(marks[1])}",
         f"tail -c {_MAX_STDERR} \"$__df_dir/err\"",
         f"echo {shlex.quote(marks[2])}",
@@ -107,8 +113,8 @@ def _command(code: str) -> str:
     ])
 
 
-def _split(output: str) -> tuple[list[str], list[str], str, str] | None:
-    """(written, mismatched, stderr, stdout) from the command's marked output; ``None`` if a marker is missing.
+def _split(output: str) -> tuple[list[str], list[str], dict[str, int], str, str] | None:
+    """(written, mismatched, lines, stderr, stdout) from the command's marked output; ``None`` if a marker is missing.
 
     ``mismatched`` says which written files do not hold what their name says (a ``.png`` of text).
     """
@@ -122,15 +128,19 @@ def _split(output: str) -> tuple[list[str], list[str], str, str] | None:
     stdout = re.sub(r"\n?\[exit code -?\d+\]\s*$", "", stdout)  # the sandboxes' own note
     written: list[str] = []
     mismatched: list[str] = []
+    lines: dict[str, int] = {}
     for line in written_text.splitlines():
-        path, _, magic = line.strip().partition("\t")
+        path, _, rest = line.strip().partition("\t")
+        magic, _, count = rest.partition("\t")
         if not path.startswith(OUTPUTS_DIR + "/"):
             continue
         written.append(path)
+        if path.lower().endswith(_TABLE_SUFFIXES) and count.strip().isdigit():
+            lines[path] = int(count)
         kind = _KIND_OF_SUFFIX.get(path.rsplit(".", 1)[-1].lower()) if "." in path else None
         if kind is not None and not magic.lower().startswith(_MAGIC[kind]):
             mismatched.append(f"{path} is not a {kind} file")
-    return written, mismatched, stderr, stdout.rstrip("\n")
+    return written, mismatched, lines, stderr, stdout.rstrip("\n")
 
 
 def _virtualize_written(sandbox: Sandbox, written: list[str]) -> None:
@@ -158,9 +168,9 @@ def run_program(sandbox: Sandbox, code: str) -> ProgramRun:
     parts = _split(result.output)
     if parts is None:  # the shell part failed (or the output was cut): report it whole
         return ProgramRun("", result.output.strip(), result.exit_code, result.timed_out, [])
-    written, mismatched, stderr, stdout = parts
+    written, mismatched, lines, stderr, stdout = parts
     _virtualize_written(sandbox, written)
-    return ProgramRun(stdout, stderr, result.exit_code, result.timed_out, written, mismatched)
+    return ProgramRun(stdout, stderr, result.exit_code, result.timed_out, written, mismatched, lines)
 
 
 _UPLOADS = "/mnt/user-data/uploads/"

@@ -44,6 +44,10 @@ def _decide(messages: list[Any]) -> Any:
         return _program("from pathlib import Path\np = Path('/mnt/user-data/workspace/n.txt')\n"
                         "n = int(p.read_text()) + 1 if p.exists() else 1\np.write_text(str(n))\n"
                         "print('answer:', min(n, 2) * 1000 + 7)\n")
+    if "East rows" in question:  # every run writes one row more: the tables never agree, the printed words do
+        return _program(load + "from pathlib import Path\np = Path('/mnt/user-data/workspace/rows.txt')\n"
+                        "n = int(p.read_text()) + 1 if p.exists() else 1\np.write_text(str(n))\n"
+                        f"df.head(n).to_csv('{OUT}/east.csv', index=False)\nprint('rows kept: East')\n")
     if "broken program" in question:
         return _program("print(undefined_name)\n")
     if "invent a number" in question:

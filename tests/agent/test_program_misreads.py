@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from deerflow_nb.agent.program_misreads import fix_ttest_variance, misread_hint
+from deerflow_nb.agent.program_misreads import fix_ttest_variance, keep_needed_rows, misread_hint
 
 WELCH = ("from scipy import stats\n"
          "t, p = stats.ttest_ind(df[df['homeroom'] == 'Oak']['math'], df[df['homeroom'] == 'Pine']['math'], "
@@ -115,3 +115,42 @@ def test_errors_small_models_repeat_get_a_hint(stderr, needle):
     assert (needle in error_hint(stderr)) and bool(error_hint(stderr)) is bool(needle)
     problem = ProgramAnswerMiddleware().problem({"exit_code": 1, "stderr": stderr, "code": "x"}, [], [], asked="q")
     assert problem is not None and needle in problem[1]
+
+
+COLUMNS = {"df": ["origin", "distance", "arr_delay", "carrier"]}
+LOAD = "import pandas as pd\ndf = pd.read_csv('/mnt/user-data/uploads/f.csv')\n"
+
+
+def test_a_whole_table_dropna_goes_when_aggregations_skip_missing_values_themselves():
+    import warnings
+
+    import numpy as np
+    import pandas as pd
+
+    code = (LOAD + "df.dropna(inplace=True)\nprint('mean distance of JFK:', df[df.origin == 'JFK'].distance.mean())\n"
+            "print('slowest:', df.dropna().groupby('origin')['arr_delay'].mean().idxmax())\n")
+    fixed = keep_needed_rows(code, "the mean distance for JFK and the origin with the highest arr_delay", COLUMNS)
+    assert "dropna" not in fixed and "df.groupby('origin')" in fixed
+    assert fixed.count("\n") == code.count("\n")  # the in-place call became one line (pass), nothing else moved
+    frame = pd.DataFrame({"origin": ["JFK", "JFK", "LAX"], "distance": [100.0, 300.0, 50.0],
+                          "arr_delay": [np.nan, 5.0, 1.0], "carrier": ["a", "b", "c"]})
+    seen: dict[str, object] = {}
+    for program, key in ((code, "before"), (fixed, "after")):
+        scope = {"pd": pd, "print": lambda *a, key=key: seen.setdefault(key, a[1])}
+        with warnings.catch_warnings():  # pandas deprecates inplace=True, which the model writes
+            warnings.simplefilter("ignore")
+            exec(program.replace(LOAD, "df = frame.copy()\n"), {**scope, "frame": frame})
+    assert (seen["before"], seen["after"]) == (300.0, 200.0)  # the row missing arr_delay counts for distance
+
+
+@pytest.mark.parametrize(("code", "asked", "expected"), [
+    # a fit needs complete rows in its own columns: the call keeps to them
+    (LOAD + "df = df.dropna()\nfrom sklearn.linear_model import LinearRegression\n"
+     "m = LinearRegression().fit(df[['distance']], df['arr_delay'])\n",
+     "regress arr_delay on distance", "df.dropna(subset=['distance', 'arr_delay'])"),
+    (LOAD + "df.dropna(inplace=True)\nprint(len(df))\n", "how many complete rows are there?", "df.dropna(inplace=True)"),
+    (LOAD + "df.dropna(subset=['carrier'], inplace=True)\n", "carriers", "df.dropna(subset=['carrier'], inplace=True)"),
+    (LOAD + "df.dropna(\n", "anything", "df.dropna(\n"),  # does not parse: unchanged
+])
+def test_a_whole_table_dropna_is_kept_where_complete_rows_are_needed(code, asked, expected):
+    assert expected in keep_needed_rows(code, asked, COLUMNS)

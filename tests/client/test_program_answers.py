@@ -116,6 +116,15 @@ def test_answers_that_checks_do_not_confirm_are_not_given(agent, sales):
     assert not [m for m in thread.messages if isinstance(m, AIMessage) and not m.tool_calls]
 
 
+def test_tables_of_different_lengths_are_not_an_agreement(agent, sales):
+    thread = _thread(agent, sales)
+    run = thread.start(f"Save the East rows of {UP}/sales.csv to {OUT}/east.csv")
+    with pytest.raises(AnswerError) as caught:
+        run.wait()
+    assert caught.value.stop_reason == "ungrounded_answer"
+    assert caught.value.cause.endswith(f"wrote tables of different lengths ({OUT}/east.csv: 2 | 3 | 4 lines)")
+
+
 def test_two_agreeing_checks_outvote_the_first_program(agent, sales):
     thread = _thread(agent, sales)
     assert thread.chat(f"Any second thoughts about {UP}/sales.csv?") == "answer: 2007"

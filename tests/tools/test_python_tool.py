@@ -72,7 +72,14 @@ def test_a_file_that_is_not_what_its_name_says_is_reported(sandbox, context):
     run = result.additional_kwargs[PROGRAM_KEY]
     assert run["written"] == [f"{OUT}/chart.png", f"{OUT}/t.parquet"]
     assert run["mismatched"] == [f"{OUT}/chart.png is not a PNG file"]  # the real Parquet file passes
-    assert "Warning: /mnt/user-data/outputs/chart.png is not a PNG file" in result.content
+    assert run["lines"] == {}  # neither is a text table
+
+
+def test_the_lines_of_each_written_text_table_are_counted(sandbox, context):
+    code = (f"import pandas as pd\ndf = pd.DataFrame({{'a': range(5)}})\ndf.to_csv('{OUT}/t.csv', index=False)\n"
+            f"df.head(2).to_json('{OUT}/t.jsonl', orient='records', lines=True)\nprint('saved')\n")
+    run = _call(python_tool(), context, code=code).additional_kwargs[PROGRAM_KEY]
+    assert run["lines"] == {f"{OUT}/t.csv": 6, f"{OUT}/t.jsonl": 2}  # the header and five rows; two records
 
 
 @pytest.mark.parametrize(("code", "reason"), [("", "code is empty"), ("x = 1\n__DEERFLOW_PROGRAM_EOF__\n", "must not")])

@@ -38,7 +38,7 @@ from deerflow_nb.agent.answer_report import report_note, report_paths, report_pr
 from deerflow_nb.agent.middlewares._base import context_of, last_ai
 from deerflow_nb.agent.middlewares.answer_check import PROGRAM_ANSWER
 from deerflow_nb.agent.program_fixes import add_missing_imports
-from deerflow_nb.agent.program_misreads import error_hint, fix_ttest_variance, misread_hint
+from deerflow_nb.agent.program_misreads import error_hint, fix_ttest_variance, keep_needed_rows, misread_hint
 from deerflow_nb.agent.program_questions import CLARIFICATION_TOOL, file_choice, is_answer, turn_question, with_data
 from deerflow_nb.context import SAMPLING_SEED_KEY
 from deerflow_nb.errors import AnswerError
@@ -238,11 +238,16 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         answer = main[-1]
         usable = [run for run in checks if self.problem(run, requested, written, preview, asked) is None
                   and _misread(run, asked, preview) is None]  # a check that misreads the question confirms nothing
-        stdout = [str(run.get("stdout") or "") for run in (answer, *usable)]
+        runs = [answer, *usable]
+        stdout = [str(run.get("stdout") or "") for run in runs]
+
+        def same(i: int, j: int) -> bool:  # the same values printed, the same tables written
+            return agree(stdout[i], stdout[j], asked) and _same_tables(runs[i], runs[j])
+
         for i, j in ((0, k) for k in range(1, len(stdout))):
-            if agree(stdout[i], stdout[j], asked):
+            if same(i, j):
                 return "answer", self._answer(answer, asked, reports)
-        if len(usable) >= 2 and agree(stdout[1], stdout[2], asked):  # two checks outvote the first answer
+        if len(usable) >= 2 and same(1, 2):  # two checks outvote the first answer
             return "answer", self._answer(usable[0], asked, reports)
         if len(checks) < self.check_programs:
             return "check", None
@@ -250,6 +255,11 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             return "answer", self._answer(answer, asked, reports)
         cause = ("could not confirm an answer: independent programs computed different results ("
                  + " | ".join(_one_line(text) for text in stdout) + ")")
+        tables = sorted({path for run in runs for path in run.get("lines") or {}})
+        if tables and not all(_same_tables(runs[0], run) for run in runs[1:]):
+            cause += "; wrote tables of different lengths (" + "; ".join(
+                f"{path}: " + " | ".join(str((run.get("lines") or {}).get(path, "-")) for run in runs)
+                + " lines" for path in tables) + ")"
         return "fail", AnswerError(cause, run_id=run_id, stop_reason="ungrounded_answer", cause=cause)
 
     @staticmethod
@@ -376,10 +386,11 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         small_talk = bool(_SMALL_TALK.match(text)) and len(text.split()) <= 6 and not re.search(r"\d", text)
         return not small_talk
 
-    def _finish(self, response: ModelResponse, asked: str, check: bool = False) -> ModelResponse:
-        """Fix a program before it runs (forgotten imports, the t-test ``asked`` names); mark checks.
+    def _finish(self, response: ModelResponse, asked: str, preview: DataPreview, check: bool = False) -> ModelResponse:
+        """Fix a program before it runs; mark checks.
 
-        The call then shows the program that really runs.
+        Fixed: forgotten imports, the t-test ``asked`` names, rows dropped that ``asked`` needs (see
+        :mod:`~deerflow_nb.agent.program_misreads`). The call then shows the program that really runs.
         """
         message = last_ai(response)
         if message is None or not message.tool_calls:
@@ -389,6 +400,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             code = (call.get("args") or {}).get("code")
             if call.get("name") == CODE_TOOL and isinstance(code, str):
                 code = fix_ttest_variance(add_missing_imports(code), asked)
+                code = keep_needed_rows(code, asked, preview.columns)
                 call = {**call, "args": {**call["args"], "code": code}}
             calls.append(call)
         kwargs = {**message.additional_kwargs, _CHECK_FLAG: True} if check else message.additional_kwargs
@@ -412,7 +424,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         preview = self._preview(request)
         self._refuse_missing(request, preview)
         check = step[0] == "check"
-        return self._finish(handler(self._request(request, preview, step[1], check)), _asked(request), check)
+        return self._finish(handler(self._request(request, preview, step[1], check)), _asked(request), preview, check)
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
@@ -431,7 +443,8 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         preview = cached if isinstance(cached, DataPreview) else await asyncio.to_thread(self._preview, request)
         self._refuse_missing(request, preview)
         check = step[0] == "check"
-        return self._finish(await handler(self._request(request, preview, step[1], check)), _asked(request), check)
+        return self._finish(await handler(self._request(request, preview, step[1], check)), _asked(request), preview,
+                            check)
 
 
 _KEY_ERROR = re.compile(r"^KeyError: (['\"])(?P<name>.+)\1\s*$", re.MULTILINE)
@@ -496,9 +509,15 @@ def _call_codes(after: Sequence[BaseMessage]) -> dict[str, str]:
 
 
 def _flagged_calls(after: Sequence[BaseMessage], flag: str) -> dict[str, Any]:
-    """This turn's tool calls made by a message marked with ``flag`` (a check, a report): call id → the mark."""
+    """Tool calls of this turn made by a message marked with ``flag`` (a check, a report): call id → the mark."""
     return {str(call.get("id")): m.additional_kwargs[flag] for m in after
             if isinstance(m, AIMessage) and m.additional_kwargs.get(flag) for call in m.tool_calls}
+
+
+def _same_tables(first: dict[str, Any], second: dict[str, Any]) -> bool:
+    """Whether the text tables both programs wrote have as many lines (rows) in each."""
+    a, b = first.get("lines") or {}, second.get("lines") or {}
+    return all(a[path] == b[path] for path in a.keys() & b.keys())
 
 
 def _reported(result: ToolMessage, answer: str, run_id: str | None) -> tuple[str, Any]:
