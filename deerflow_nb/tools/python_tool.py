@@ -54,7 +54,7 @@ _KIND_OF_SUFFIX = {"png": "PNG", "jpg": "JPEG", "jpeg": "JPEG", "gif": "GIF", "p
 
 
 class ProgramRun:
-    """What one program did: ``stdout``, ``stderr``, ``exit_code``, ``timed_out``, ``written``, ``mismatched``, ``lines``.
+    """What one program did: its output, exit code, the files it wrote (``written``, ``mismatched``, ``lines``).
 
     ``mismatched`` names the written files whose content is not what their name says (text in a ``.png``);
     ``lines`` counts the lines of each written text table (``.csv``, ``.tsv``, ``.jsonl``), so that two
