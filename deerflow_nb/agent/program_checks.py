@@ -1,0 +1,151 @@
+"""Whether a small-profile program's run answers its question, and what to tell the model when it does not.
+
+:func:`output_problem` looks at what a program did (its exit, its output, the files it wrote) against the
+question's words and the data's description, and names the problem with a stop reason and a hint for the
+next program: an error (with the columns there are, for a missing one), a file not written, a whole table
+printed, a year or a name asked for and not in the output, rows named by row number, a count asked for and
+not stated, a missing value printed. :func:`misread` names a misreading of the question that the program
+shows (:mod:`~deerflow_nb.agent.program_misreads`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from deerflow_nb.agent.program_misreads import error_hint, misread_hint
+from deerflow_nb.tools.data_preview import DataPreview
+
+__all__ = ["misread", "output_problem"]
+
+_MAX_LINES = 60
+_NAN = re.compile(r"(?<![\w.])(?:nan|NaN|NaT|<NA>)(?![\w.])")
+#: A question about one year ("which month of 2023", "in 2022"): its program must use that year.
+_YEAR_ASKED = re.compile(r"\b(?:of|in|during|for|from)\s+(?:the\s+(?:year\s+)?|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|"
+                         r"oct|nov|dec)[a-z]*\.?\s+)?((?:19|20)\d\d)\b(?!\s*(?:-|to|and|vs)\b)", re.IGNORECASE)
+#: A question asking for a name ("which column", "what city"): the output must name something.
+_WHICH = re.compile(r"\bwhich\b|\b(?:what|the) (?:city|region|column|product|category|team|station|department|"
+                    r"airport|carrier|country|customer|player|page|batch|analyst|supplier|store)(?: \w+)?"
+                    r"(?: with| has| had|\b(?=\?))", re.IGNORECASE)
+#: A ranking question, its rows named by an id column (not by the row numbers pandas prints as the index).
+_RANKING = re.compile(r"\b(?:top|bottom|highest|lowest|largest|smallest|rank\w*)\b", re.IGNORECASE)
+_UNIT_OF_TIME = re.compile(r"\b(?:hours?|days?|weekdays?|weeks?|months?|years?|quarters?|bins?|ages?)\b", re.IGNORECASE)
+_ID_NAME = re.compile(r"(?:^|_)id$|(?<=[a-z])Id$|ID$|^id_", re.IGNORECASE)
+_ROW_NUMBER = re.compile(r"^\s*(\d+)\s+-?\d[\d.,]*\s*$", re.MULTILINE)
+#: A per-group aggregate assigned into a column of the rows (all missing: the group index does not align).
+_GROUP_INTO_COLUMN = re.compile(r"^\s*(?P<frame>\w+)\[['\"][^'\"]+['\"]\]\s*=\s*(?P=frame)\.groupby\([^\n]*"
+                                r"\.(?:sum|mean|count|max|min|median|size|nunique)\(\)\s*$", re.MULTILINE)
+#: A question that asks for a count; the output must then state a whole number.
+_HOW_MANY = re.compile(r"\bhow many\b|\bnumber of (?:rows|records|orders|entries|distinct|unique)\b"
+                       r"|\bcount (?:of|the)\b", re.IGNORECASE)
+_WHOLE = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?![\w.])|(?<![\w.])\d+(?:\.0+)?(?![\w.])")
+# pandas' shortened printout of a long column or table: the program printed data, not an answer
+_TRUNCATED = re.compile(r"Length: \d+, dtype:|^\[\d+ rows x \d+ columns\]$|^\s*\.\.\.(?:\s+\.\.\.)*\s*$", re.MULTILINE)
+
+
+def output_problem(run: dict[str, Any], requested: Sequence[str], written: Sequence[str],
+                   preview: DataPreview | None = None, asked: str = "") -> tuple[str, str] | None:
+    """``(stop_reason, hint)`` when a program's run does not answer the question, else ``None``.
+
+    ``requested``: the files the program must write; ``written``: those this question's programs wrote.
+    """
+    stdout = str(run.get("stdout") or "")
+    code = str(run.get("code") or "")
+    if run.get("timed_out"):
+        return "unanswered_part", ("The program was stopped at the time limit. Write a faster program (no loops "
+                                   "over rows) and write it whole.")
+    if run.get("exit_code") not in (0, None):
+        unsaved = [p for p in requested if p not in code and p not in written]
+        also = f"It must also save {', '.join(unsaved)}, which the question asks for. " if code and unsaved else ""
+        return "unanswered_part", "The program failed with the error above. " + _error_hint(run, preview) + \
+            also + "Write the whole corrected program."
+    missing = [p for p in requested if p not in written]
+    if missing:
+        shown = ", ".join(missing)
+        return "undelivered_outputs", (f"The program did not write {shown}, which the question asks for. Write "
+                                       f"the whole program again so that it also saves {shown}.")
+    mismatched = [str(item) for item in run.get("mismatched") or []]
+    if mismatched:
+        return "undelivered_outputs", ("; ".join(mismatched).capitalize() + ". Save each file with the library "
+                                       "call for its format (a chart: plt.savefig(path)) and write the whole "
+                                       "program again.")
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    if not lines and not written:
+        return "empty_answer", "The program printed nothing. Write it again so that it prints the answer."
+    if _TRUNCATED.search(stdout):
+        return "unanswered_part", ("The program printed a whole column or table (pandas shortened it with "
+                                   "'...') instead of the asked values. Aggregate it (sum, mean, count, ...) "
+                                   "and print only the values the question asks for, each with a label.")
+    if len(lines) > _MAX_LINES:
+        return "unanswered_part", (f"The program printed {len(lines)} lines. Write it again so that it prints "
+                                   "only the values the question asks for, each with a label.")
+    year = _YEAR_ASKED.search(asked)
+    if code and year and year.group(1) not in code and year.group(1) not in stdout:
+        return "unanswered_part", (f"The question is about {year.group(1)}, and the program does not use "
+                                   f"{year.group(1)}. Keep only the rows of {year.group(1)} (e.g. "
+                                   f"df[df['date_column'].dt.year == {year.group(1)}]) and write the whole "
+                                   "program again.")
+    words = re.search(r"[^\W\d_]", re.sub(r"\S*/\S*|\be\b", " ", stdout))  # letters, paths aside
+    if _WHICH.search(asked) and not _UNIT_OF_TIME.search(asked) and not words:
+        return "unanswered_part", ("The question asks which one, and the output names nothing (only numbers). "
+                                   "Print the name too, with a label, and write the whole program again.")
+    id_column = _row_numbers_for_ids(stdout, asked, preview)
+    if id_column:
+        return "unanswered_part", (f"The output names the rows by their row number. Name them by the {id_column} "
+                                   f"column instead (e.g. print df.loc[top.index, ['{id_column}', ...]] or "
+                                   f"set_index('{id_column}') first) and write the whole program again.")
+    reports = [p for p in requested if p.lower().endswith(".html")]  # counts may go there
+    if _HOW_MANY.search(asked) and not reports and not _WHOLE.search(re.sub(r"\S*/\S*", " ", stdout)):
+        return "unanswered_part", ("The question asks how many, and the output states no count. Write the "
+                                   "whole program again so that it prints every asked value, the count too, "
+                                   "each with a label.")
+    if _NAN.search(stdout):
+        if assigned := _GROUP_INTO_COLUMN.search(code):
+            return "unanswered_part", _group_hint(assigned) + "Write the whole corrected program."
+        return "unanswered_part", ("The output contains nan (a missing value). Check the column names and the "
+                                   "filter values against the data description, drop missing values where "
+                                   "needed, and write the whole corrected program.")
+    return None
+
+
+_KEY_ERROR = re.compile(r"^KeyError: (['\"])(?P<name>.+)\1\s*$", re.MULTILINE)
+
+
+def _error_hint(run: dict[str, Any], preview: DataPreview | None) -> str:
+    """A hint for a failed program: for a missing column, the columns there are."""
+    assigned = _GROUP_INTO_COLUMN.search(str(run.get("code") or ""))
+    if assigned:
+        return _group_hint(assigned)
+    match = _KEY_ERROR.search(str(run.get("stderr") or ""))
+    if match is None or preview is None or not preview.columns:
+        return error_hint(str(run.get("stderr") or ""))
+    name = match.group("name")
+    listing = "; ".join(f"{var}: {', '.join(cols)}" for var, cols in preview.columns.items())
+    return (f"There is no column {name!r}. The columns are: {listing}. A value that is not a column (a ratio, a "
+            "product, a revenue) is computed from these columns with the formula the question gives. ")
+
+
+def _group_hint(assigned: re.Match[str]) -> str:
+    return (f"{assigned.group(0).strip()} puts a per-group result into a column of the rows: its index does not "
+            f"match, so the column is all missing. Keep the per-group result in its own variable, e.g. "
+            f"per_group = {assigned.group('frame')}.groupby(...)[...].sum(), and use per_group.idxmax(), "
+            "per_group.sum(), per_group.to_string(). ")
+
+
+def misread(run: dict[str, Any], asked: str, preview: DataPreview | None) -> str | None:
+    """A misreading of ``asked`` that the program of ``run`` shows (:func:`misread_hint`), for a program that ran."""
+    if run.get("exit_code") not in (0, None) or not run.get("code"):
+        return None
+    frames = list(preview.variables.values()) if preview else ["df"]
+    return misread_hint(str(run["code"]), str(run.get("stdout") or ""), asked, frames or ["df"],
+                        preview.values if preview else None)
+
+
+def _row_numbers_for_ids(stdout: str, asked: str, preview: DataPreview | None) -> str | None:
+    """The id column a ranking should name its rows by, when the output names them by row number instead."""
+    if preview is None or not _RANKING.search(asked) or _UNIT_OF_TIME.search(asked):
+        return None
+    ids = [name for names in preview.columns.values() for name in names if _ID_NAME.search(name)]
+    numbered = [m for m in _ROW_NUMBER.finditer(stdout) if not re.fullmatch(r"(?:19|20)\d\d", m.group(1))]
+    return ids[0] if ids and len(numbered) >= 2 else None
