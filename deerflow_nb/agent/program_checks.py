@@ -96,10 +96,17 @@ def output_problem(run: dict[str, Any], requested: Sequence[str], written: Seque
                                    f"column instead (e.g. print df.loc[top.index, ['{id_column}', ...]] or "
                                    f"set_index('{id_column}') first) and write the whole program again.")
     reports = [p for p in requested if p.lower().endswith(".html")]  # counts may go there
-    if _HOW_MANY.search(asked) and not reports and not _WHOLE.search(re.sub(r"\S*/\S*", " ", stdout)):
+    asked_counts = len(_HOW_MANY.findall(asked))
+    if asked_counts and not reports and not _WHOLE.search(re.sub(r"\S*/\S*", " ", stdout)):
         return "unanswered_part", ("The question asks how many, and the output states no count. Write the "
                                    "whole program again so that it prints every asked value, the count too, "
                                    "each with a label.")
+    stated = _counts_stated(stdout, asked)
+    if asked_counts >= 2 and not reports and stated < asked_counts:
+        return "unanswered_part", (f"The question asks how many {asked_counts} times, and the output states "
+                                   f"{stated} count{'s' if stated != 1 else ''}. Write the whole program again so "
+                                   "that it prints every asked value, each count too, each on its own line with a "
+                                   "label.")
     if _NAN.search(stdout):
         if assigned := _GROUP_INTO_COLUMN.search(code):
             return "unanswered_part", _group_hint(assigned) + "Write the whole corrected program."
@@ -149,3 +156,14 @@ def _row_numbers_for_ids(stdout: str, asked: str, preview: DataPreview | None) -
     ids = [name for names in preview.columns.values() for name in names if _ID_NAME.search(name)]
     numbered = [m for m in _ROW_NUMBER.finditer(stdout) if not re.fullmatch(r"(?:19|20)\d\d", m.group(1))]
     return ids[0] if ids and len(numbered) >= 2 else None
+
+
+def _counts_stated(stdout: str, asked: str) -> int:
+    """How many whole numbers the output states as values (after a label's ``:`` or ``=``), the question's aside."""
+    given = {m.group(0).replace(",", "") for m in _WHOLE.finditer(re.sub(r"\(\d+\)|\b\d+\)", " ", asked))}
+    found = 0
+    for line in stdout.splitlines():
+        value = re.split(r"[:=]", line, maxsplit=1)[-1]
+        found += sum(1 for m in _WHOLE.finditer(re.sub(r"\S*/\S*", " ", value))
+                     if m.group(0).replace(",", "") not in given)
+    return found

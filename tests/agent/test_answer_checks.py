@@ -160,18 +160,28 @@ MP = ("/mnt/user-data/uploads/sales.csv - which region has the highest average u
       "product \"Monitor\" and their average unit_cost? Also save a histogram to /mnt/user-data/outputs/h.png.")
 
 
+MP2 = ("/mnt/user-data/uploads/products.xlsx: (1) how many Unit Cost values have |z| > 2.5? (2) how many products "
+       "have Supplier \"Initech\" and their average Unit Cost?")
+
+
 @pytest.mark.parametrize(("stdout", "requested", "flagged"), [
     # the embedded model was seen to drop the count of a three-part question: the output states no count
     ("top region: north\nmean unit_cost of Monitor orders: 149.98\nsaved /mnt/user-data/outputs/h.png", [], True),
     ("top region: north\nMonitor orders: 217\nmean unit_cost: 149.98", [], False),
     ("top region: north\nMonitor orders: 1,217\nmean unit_cost: 149.98", [], False),
+    # two counts asked ("how many ... and how many ..."), one stated: the second part is missing
+    ("values with |z| > 2.5: 3\nInitech products and their mean cost: Initech 36.7", [], True),
+    ("values with |z| > 2.5: 3\nInitech products: 12\nmean cost: 36.7", [], False),
+    ("values with |z| > 2.5: 2.5\nInitech products: 12\nmean cost: 36.7", [], True),
+    ("values with |z| > 2.5: 1\nInitech products: 12\nmean cost: 36.7", [], False),  # "(1)" numbers a part only
     # a Markdown report is written from the printed answer, so the count must be printed
     ("report written", ["/mnt/user-data/outputs/r.md"], True),
     ("report written", ["/mnt/user-data/outputs/r.html"], False),  # a program's own HTML page may hold it
 ])
 def test_a_question_asking_how_many_needs_a_count_in_the_output(stdout, requested, flagged):
     from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
-    problem = ProgramAnswerMiddleware().problem({"stdout": stdout, "exit_code": 0}, requested, requested, asked=MP)
+    asked = MP2 if "|z|" in stdout else MP
+    problem = ProgramAnswerMiddleware().problem({"stdout": stdout, "exit_code": 0}, requested, requested, asked=asked)
     assert (problem is not None and problem[0] == "unanswered_part") is flagged
 
 
