@@ -9,6 +9,7 @@ made the same mistake. These are found in the program instead, from the question
   before the program runs;
 - :func:`keep_needed_rows` limits a whole table's ``dropna()`` to the columns the program uses, when the
   question did not ask for complete rows (mechanical too);
+- :func:`count_rows` counts rows, not a gappy column's values, for a question about rows (mechanical);
 - :func:`misread_hint` names a misreading a repair turn can act on: every row with any missing value
   dropped when the question did not ask for complete rows; duplicates counted with ``keep=False`` (every
   copy) or on a subset of the columns when the question asks for exact duplicates of an earlier row;
@@ -24,7 +25,7 @@ import ast
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-__all__ = ["error_hint", "fix_ttest_variance", "keep_needed_rows", "misread_hint"]
+__all__ = ["count_rows", "error_hint", "fix_ttest_variance", "keep_needed_rows", "misread_hint"]
 
 _POOLED = re.compile(r"\bpooled\b|\bstudent'?s?\b|\bequal[- ]variances?\b|\bassum\w* equal var", re.IGNORECASE)
 _WELCH = re.compile(r"\bwelch\b|\bunequal[- ]variances?\b|\bnot assum\w* equal|\bwithout assum\w* equal",
@@ -216,6 +217,48 @@ def keep_needed_rows(code: str, asked: str, columns: Mapping[str, Sequence[str]]
             edits.append((*span, "pass  # missing values are skipped where each value is computed"))
         elif not inplace:
             edits.append((*span, frame))
+    for start, end, text in sorted(edits, reverse=True):
+        code = code[:start] + text + code[end:]
+    return code
+
+
+#: The question is about the values present in a column, not the rows: ``count()`` (non-missing values) is right.
+_PRESENT_VALUES = re.compile(r"\bnon[- ]?(?:missing|null|empty|blank|nan)|\bnot (?:missing|null|empty|blank)"
+                             r"|\b(?:recorded|reported|valid|filled|present|available|known)\b|\bmissing\b",
+                             re.IGNORECASE)
+
+
+def count_rows(code: str, asked: str, gaps: Sequence[str]) -> str:
+    """``code`` counting rows where it counts a gappy column's values (``count()``) for a question about rows.
+
+    Measured: asked for "the number of departures per state", the embedded model wrote
+    ``flights.groupby('state')['dep_delay'].count()``, which skips the flights whose ``dep_delay`` is
+    missing. On a column with missing values (``gaps``), ``s.groupby(...)[c].count()`` becomes ``.size()``
+    and ``frame[c].count()`` becomes ``.size``, unless the question is about values being present or missing.
+    Unchanged when the program does not parse.
+    """
+    if ".count()" not in code or not gaps or _PRESENT_VALUES.search(asked):
+        return code
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code
+    at = _offsets(code)
+    edits: list[tuple[int, int, str]] = []
+    for call in _calls(tree, "count"):
+        series = call.func.value  # type: ignore[attr-defined]
+        if call.args or call.keywords or not isinstance(series, ast.Subscript):
+            continue
+        key = series.slice
+        if not (isinstance(key, ast.Constant) and key.value in gaps):
+            continue
+        grouped = isinstance(series.value, ast.Call) and isinstance(series.value.func, ast.Attribute) \
+            and series.value.func.attr == "groupby"
+        if series.end_lineno is None or series.end_col_offset is None or call.end_lineno is None \
+                or call.end_col_offset is None:
+            continue
+        edits.append((at(series.end_lineno, series.end_col_offset), at(call.end_lineno, call.end_col_offset),
+                      ".size()" if grouped else ".size"))
     for start, end, text in sorted(edits, reverse=True):
         code = code[:start] + text + code[end:]
     return code

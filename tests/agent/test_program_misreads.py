@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from deerflow_nb.agent.program_misreads import fix_ttest_variance, keep_needed_rows, misread_hint
+from deerflow_nb.agent.program_misreads import count_rows, fix_ttest_variance, keep_needed_rows, misread_hint
 
 WELCH = ("from scipy import stats\n"
          "t, p = stats.ttest_ind(df[df['homeroom'] == 'Oak']['math'], df[df['homeroom'] == 'Pine']['math'], "
@@ -154,3 +154,21 @@ def test_a_whole_table_dropna_goes_when_aggregations_skip_missing_values_themsel
 ])
 def test_a_whole_table_dropna_is_kept_where_complete_rows_are_needed(code, asked, expected):
     assert expected in keep_needed_rows(code, asked, COLUMNS)
+
+
+def test_a_question_about_rows_counts_rows_not_a_gappy_columns_values():
+    import numpy as np
+    import pandas as pd
+
+    code = ("print(df.groupby('origin')['dep_delay'].count().to_dict())\n"
+            "print(df[df.origin == 'JFK']['dep_delay'].count())\nprint(df['origin'].count())\n")
+    fixed = count_rows(code, "number of departures per origin, and how many from JFK?", ["dep_delay"])
+    assert fixed == ("print(df.groupby('origin')['dep_delay'].size().to_dict())\n"
+                     "print(df[df.origin == 'JFK']['dep_delay'].size)\nprint(df['origin'].count())\n")
+    frame = pd.DataFrame({"origin": ["JFK", "JFK", "LAX"], "dep_delay": [np.nan, 5.0, 1.0]})
+    printed: list[object] = []
+    exec(fixed, {"df": frame, "print": printed.append})
+    assert printed == [{"JFK": 2, "LAX": 1}, 2, 3]
+    # about values present or missing, count() is right; a column without gaps is left alone
+    assert count_rows(code, "how many recorded dep_delay values per origin?", ["dep_delay"]) == code
+    assert count_rows(code, "number of departures per origin", ["arr_delay"]) == code

@@ -140,6 +140,7 @@ def test_preview_describes_every_format_and_loads_each_file(sandbox, context, tm
                                  f"{UP}/e.jsonl": "e"}
     assert '- "order date": date, 2024-01-05 to 2024-02-20' in preview.text
     assert "- city: text, values Rome, Oslo" in preview.text and "- amount: number, e.g. 10.5, 7.25; 1 missing" in preview.text
+    assert preview.gaps["a"] == ["amount"]  # the columns with missing values, per frame
     # the prelude loads every file with its dates parsed, in the sandbox
     check = preview.prelude + "\nprint(json.dumps([str(v['order date'].dtype) for v in (a, b, c, d, e)]))\n"
     result = _call(python_tool(), context, code="import json\n" + check)
