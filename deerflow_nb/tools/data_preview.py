@@ -116,6 +116,7 @@ class DataPreview:
     missing: list[str] = field(default_factory=list)  # files the question names that do not exist
     values: dict[str, str] = field(default_factory=dict)  # a text column's listed value -> its column
     gaps: dict[str, list[str]] = field(default_factory=dict)  # DataFrame variable -> its columns with missing values
+    rows: dict[str, int] = field(default_factory=dict)  # DataFrame variable -> its number of rows
 
     def __bool__(self) -> bool:
         return bool(self.text)
@@ -145,6 +146,7 @@ def render_preview(described: Sequence[dict[str, Any]]) -> DataPreview:
     variables: dict[str, str] = {}
     columns: dict[str, list[str]] = {}
     gaps: dict[str, list[str]] = {}
+    rows: dict[str, int] = {}
     values: dict[str, str] = {}
     blocks: list[str] = []
     prelude = ["import pandas as pd"] if readable else []
@@ -157,6 +159,7 @@ def render_preview(described: Sequence[dict[str, Any]]) -> DataPreview:
         variables[path] = var
         columns[var] = [str(c.get("name")) for c in item.get("columns", [])]
         gaps[var] = [str(c.get("name")) for c in item.get("columns", []) if int(c.get("missing") or 0)]
+        rows[var] = int(item.get("rows") or 0)
         for column in item.get("columns", []):
             for value in column.get("values", []) if column.get("kind") == "text" else []:
                 values.setdefault(str(value), str(column.get("name")))
@@ -168,4 +171,4 @@ def render_preview(described: Sequence[dict[str, Any]]) -> DataPreview:
         lines += [_column_line(c) for c in item.get("columns", [])]
         blocks.append("\n".join(lines))
     missing = [str(d.get("path")) for d in described if d.get("error") == MISSING]
-    return DataPreview("\n\n".join(blocks), "\n".join(prelude), variables, columns, missing, values, gaps)
+    return DataPreview("\n\n".join(blocks), "\n".join(prelude), variables, columns, missing, values, gaps, rows)

@@ -98,6 +98,7 @@ def _decide(messages: list[Any]) -> Any:
                         f"sales = pd.read_csv('{UP}/sales.csv')\nregions = pd.read_csv('{UP}/regions.csv')\n"
                         "m = sales.merge(regions, on='region')\n"
                         f"print('frames described: {', '.join(seen)}')\n"
+                        f"print('join described: {'merged: sales joined with regions on region' in question}')\n"
                         "print('units by manager:')\nprint(m.groupby('manager').units.sum().to_string())\n")
     if isinstance(last, ToolMessage):
         return "Done."

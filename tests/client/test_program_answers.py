@@ -198,7 +198,7 @@ def test_two_files_are_both_described_and_joined(agent, sales, tmp_path):
     regions.write_text("region,manager\nEast,Ana\nWest,Bo\n")
     thread = _thread(agent, sales, regions)
     answer = thread.chat(f"join {UP}/sales.csv and {UP}/regions.csv on region: units by manager?")
-    assert answer.splitlines()[0] == "frames described: sales, regions  "
+    assert answer.splitlines()[:2] == ["frames described: sales, regions  ", "join described: True  "]
     assert "Ana    4" in answer and "Bo     5" in answer
 
 

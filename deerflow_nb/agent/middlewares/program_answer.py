@@ -43,6 +43,7 @@ from deerflow_nb.agent.program_misreads import count_rows, fix_ttest_variance, k
 from deerflow_nb.agent.program_questions import CLARIFICATION_TOOL, file_choice, is_answer, turn_question, with_data
 from deerflow_nb.context import SAMPLING_SEED_KEY
 from deerflow_nb.errors import AnswerError
+from deerflow_nb.tools.data_join import with_join
 from deerflow_nb.tools.data_preview import DataPreview, data_files, preview_files, render_preview
 from deerflow_nb.tools.present_files import OUTPUTS_DIR
 from deerflow_nb.tools.python_tool import PROGRAM_KEY
@@ -239,7 +240,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             paths = data_files(turn_question(request, human), uploads)
             if paths:
                 sandbox = provider.acquire(ctx.thread_id, user_id=ctx.user_id)
-                preview = render_preview(preview_files(sandbox, paths))
+                preview = with_join(render_preview(preview_files(sandbox, paths)), turn_question(request, human))
         ctx.extra[_PREVIEW_KEY] = preview
         return preview
 
