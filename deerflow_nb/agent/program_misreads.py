@@ -10,6 +10,7 @@ made the same mistake. These are found in the program instead, from the question
 - :func:`keep_needed_rows` limits a whole table's ``dropna()`` to the columns the program uses, when the
   question did not ask for complete rows (mechanical too);
 - :func:`count_rows` counts rows, not a gappy column's values, for a question about rows (mechanical);
+- :func:`fix_bins` makes ``pd.cut`` bin whole numbers as the question lists their ranges (mechanical);
 - :func:`misread_hint` names a misreading a repair turn can act on: every row with any missing value
   dropped when the question did not ask for complete rows; duplicates counted with ``keep=False`` (every
   copy) or on a subset of the columns when the question asks for exact duplicates of an earlier row;
@@ -25,7 +26,7 @@ import ast
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-__all__ = ["count_rows", "error_hint", "fix_ttest_variance", "keep_needed_rows", "misread_hint"]
+__all__ = ["count_rows", "error_hint", "fix_bins", "fix_ttest_variance", "keep_needed_rows", "misread_hint"]
 
 _POOLED = re.compile(r"\bpooled\b|\bstudent'?s?\b|\bequal[- ]variances?\b|\bassum\w* equal var", re.IGNORECASE)
 _WELCH = re.compile(r"\bwelch\b|\bunequal[- ]variances?\b|\bnot assum\w* equal|\bwithout assum\w* equal",
@@ -259,6 +260,78 @@ def count_rows(code: str, asked: str, gaps: Sequence[str]) -> str:
             continue
         edits.append((at(series.end_lineno, series.end_col_offset), at(call.end_lineno, call.end_col_offset),
                       ".size()" if grouped else ".size"))
+    for start, end, text in sorted(edits, reverse=True):
+        code = code[:start] + text + code[end:]
+    return code
+
+
+_RANGE = re.compile(r"(?<![\w.])(\d+)\s*(?:-|\u2013|to)\s*(\d+)(?![\w.])")
+_OPEN_END = re.compile(r"(?<![\w.])(\d+)\s*(?:\+|or (?:more|older|over|above)|and (?:over|above|older|up))")
+
+
+def _asked_edges(asked: str) -> list[float] | None:
+    """The bin edges of whole-number ranges the question lists ("0-17, 18-64 and 65+"), for ``right=False`` bins."""
+    ranges = [(int(a), int(b)) for a, b in _RANGE.findall(asked) if int(a) <= int(b)]
+    if len(ranges) < 2:
+        return None
+    ranges.sort()
+    if any(ranges[i][1] + 1 != ranges[i + 1][0] for i in range(len(ranges) - 1)):
+        return None  # not one whole-number partition
+    edges: list[float] = [float(ranges[0][0]), *(float(b + 1) for _, b in ranges)]
+    tail = [int(m) for m in _OPEN_END.findall(asked)]
+    if tail:
+        if tail[-1] != ranges[-1][1] + 1:
+            return None
+        edges.append(float("inf"))
+    return edges
+
+
+def fix_bins(code: str, asked: str) -> str:
+    """``code`` with ``pd.cut`` binning whole numbers the way the question lists them.
+
+    Asked for "child (0-17), adult (18-64) and senior (65+)", the embedded model wrote
+    ``pd.cut(age, bins=[0, 17, 65, inf])``: intervals closed on the right, so 65 is an adult and 0 in no
+    bin. When the question lists whole-number ranges that follow each other and a ``cut`` call has as
+    many bins, its edges become the ranges' own (``[0, 18, 65, inf]``) with ``right=False``. Unchanged
+    otherwise, and when the program does not parse.
+    """
+    if "cut(" not in code:
+        return code
+    edges = _asked_edges(asked)
+    if edges is None:
+        return code
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code
+    at = _offsets(code)
+    written = "[" + ", ".join("float('inf')" if e == float("inf") else str(int(e)) for e in edges) + "]"
+    lists = {node.targets[0].id: node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
+             and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.List)}
+    edited: set[int] = set()
+    edits: list[tuple[int, int, str]] = []
+    for call in [n for n in ast.walk(tree) if isinstance(n, ast.Call)]:
+        name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+        if name != "cut":
+            continue
+        bins = next((k.value for k in call.keywords if k.arg == "bins"), call.args[1] if len(call.args) > 1 else None)
+        if isinstance(bins, ast.Name):  # bins = [...] written before the call
+            bins = lists.get(bins.id)
+        if not isinstance(bins, ast.List) or id(bins) in edited or len(bins.elts) != len(edges) \
+                or bins.end_lineno is None or bins.end_col_offset is None or call.end_lineno is None \
+                or call.end_col_offset is None:
+            continue
+        right = next((k for k in call.keywords if k.arg == "right"), None)
+        if right is not None and (right.value.end_lineno is None or right.value.end_col_offset is None):
+            continue
+        edited.add(id(bins))
+        edits.append((at(bins.lineno, bins.col_offset), at(bins.end_lineno, bins.end_col_offset), written))
+        if right is None:
+            end = at(call.end_lineno, call.end_col_offset) - 1  # the closing parenthesis
+            edits.append((end, end, ", right=False"))
+        else:
+            edits.append((at(right.value.lineno, right.value.col_offset),
+                          at(right.value.end_lineno, right.value.end_col_offset), "False"))  # type: ignore[arg-type]
     for start, end, text in sorted(edits, reverse=True):
         code = code[:start] + text + code[end:]
     return code

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from deerflow_nb.agent.program_misreads import count_rows, fix_ttest_variance, keep_needed_rows, misread_hint
+from deerflow_nb.agent.program_misreads import count_rows, fix_bins, fix_ttest_variance, keep_needed_rows, misread_hint
 
 WELCH = ("from scipy import stats\n"
          "t, p = stats.ttest_ind(df[df['homeroom'] == 'Oak']['math'], df[df['homeroom'] == 'Pine']['math'], "
@@ -172,3 +172,38 @@ def test_a_question_about_rows_counts_rows_not_a_gappy_columns_values():
     # about values present or missing, count() is right; a column without gaps is left alone
     assert count_rows(code, "how many recorded dep_delay values per origin?", ["dep_delay"]) == code
     assert count_rows(code, "number of departures per origin", ["arr_delay"]) == code
+
+
+AGES = "Bin Age into child (0-17), adult (18-64) and senior (65+) and count the visits per bin."
+
+
+def test_bins_of_whole_numbers_follow_the_ranges_the_question_lists():
+    import pandas as pd
+
+    code = ("bins = [0, 17, 65, float('inf')]\nlabels = ['child', 'adult', 'senior']\n"
+            "out = pd.cut(df['Age'], bins=bins, labels=labels).value_counts().sort_index().to_dict()\n")
+    fixed = fix_bins(code, AGES)
+    assert fixed.startswith("bins = [0, 18, 65, float('inf')]\n")
+    assert "pd.cut(df['Age'], bins=bins, labels=labels, right=False)" in fixed
+    frame = pd.DataFrame({"Age": [0, 17, 18, 64, 65, 90]})
+    before: dict[str, object] = {"pd": pd, "df": frame}
+    after: dict[str, object] = {"pd": pd, "df": frame}
+    exec(code, before)
+    exec(fixed, after)
+    assert before["out"] == {"child": 1, "adult": 3, "senior": 1}  # 0 in no bin, 65 an adult
+    assert after["out"] == {"child": 2, "adult": 2, "senior": 2}
+
+
+@pytest.mark.parametrize(("code", "asked"), [
+    ("x = pd.cut(df.Age, bins=[0, 17, 65, 99], right=True)", "Bin Age into 0-17, 20-64 and 65+"),  # not contiguous
+    ("x = pd.cut(df.Age, bins=[0, 50, 100])", AGES),                                           # another binning
+    ("x = pd.cut(df.Age, bins=4)", AGES),
+    ("x = pd.cut(df.Age, bins=[0, 17, 65, 99]", AGES),                                          # does not parse
+])
+def test_other_binnings_are_left_alone(code, asked):
+    assert fix_bins(code, asked) == code
+
+
+def test_an_explicit_right_is_set_to_false():
+    fixed = fix_bins("x = pd.cut(df.Age, [0, 17, 64, 120], right=True)", AGES)
+    assert fixed == "x = pd.cut(df.Age, [0, 18, 65, float('inf')], right=False)"
