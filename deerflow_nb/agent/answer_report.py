@@ -59,8 +59,9 @@ def report_text(path: str, answer: str, source: Sequence[str] = ()) -> str:
             continue
         if fenced:
             items.append(stripped)
-        elif stripped.strip() and not _SAVED.search(stripped):
-            items.append("- " + stripped.strip())
+        elif stripped.strip() and not _SAVED.search(stripped) and not stripped.lstrip().startswith("#"):
+            item = stripped.strip()  # a printed heading aside: the report has its own title
+            items.append(item if re.match(r"[-*+] |\d+[.)] ", item) else "- " + item)  # already a list item
     body = "\n".join(items).strip("\n")
     head = f"# {_title(path)}\n\n" + (f"Data: {', '.join(f'`{s}`' for s in source)}\n\n" if source else "")
     return head + body + "\n"
