@@ -158,12 +158,19 @@ def _row_numbers_for_ids(stdout: str, asked: str, preview: DataPreview | None) -
     return ids[0] if ids and len(numbered) >= 2 else None
 
 
+_COUNT = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?![\w.])|(?<![\w.])\d+(?:\.0)?(?![\w.])")
+
+
 def _counts_stated(stdout: str, asked: str) -> int:
-    """How many whole numbers the output states as values (after a label's ``:`` or ``=``), the question's aside."""
-    given = {m.group(0).replace(",", "") for m in _WHOLE.finditer(re.sub(r"\(\d+\)|\b\d+\)", " ", asked))}
+    """How many counts the output states as values (after a label's ``:`` or ``=``), the question's numbers aside.
+
+    A count is a whole number, or one printed as a float with one zero decimal (``365.0``); ``0.00`` is a
+    rounded value, not a count.
+    """
+    given = {m.group(0).replace(",", "") for m in _COUNT.finditer(re.sub(r"\(\d+\)|\b\d+\)", " ", asked))}
     found = 0
     for line in stdout.splitlines():
         value = re.split(r"[:=]", line, maxsplit=1)[-1]
-        found += sum(1 for m in _WHOLE.finditer(re.sub(r"\S*/\S*", " ", value))
+        found += sum(1 for m in _COUNT.finditer(re.sub(r"\S*/\S*", " ", value))
                      if m.group(0).replace(",", "") not in given)
     return found

@@ -174,13 +174,16 @@ MP2 = ("/mnt/user-data/uploads/products.xlsx: (1) how many Unit Cost values have
     ("values with |z| > 2.5: 3\nInitech products: 12\nmean cost: 36.7", [], False),
     ("values with |z| > 2.5: 2.5\nInitech products: 12\nmean cost: 36.7", [], True),
     ("values with |z| > 2.5: 1\nInitech products: 12\nmean cost: 36.7", [], False),  # "(1)" numbers a part only
+    # the embedded model's layout: each label on its own line, its value on the next; 0.00 is no count
+    ("IQR outliers:\n222\n10th percentile of cost:\n0.00\nInitech products and their mean cost:\n36.7", [], True),
+    ("IQR outliers:\n222\nInitech products:\n12.0\nmean cost:\n36.7", [], False),
     # a Markdown report is written from the printed answer, so the count must be printed
     ("report written", ["/mnt/user-data/outputs/r.md"], True),
     ("report written", ["/mnt/user-data/outputs/r.html"], False),  # a program's own HTML page may hold it
 ])
 def test_a_question_asking_how_many_needs_a_count_in_the_output(stdout, requested, flagged):
     from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
-    asked = MP2 if "|z|" in stdout else MP
+    asked = MP2 if "|z|" in stdout or "Initech" in stdout else MP
     problem = ProgramAnswerMiddleware().problem({"stdout": stdout, "exit_code": 0}, requested, requested, asked=asked)
     assert (problem is not None and problem[0] == "unanswered_part") is flagged
 
