@@ -108,8 +108,14 @@ def _same_values(a: AnswerValues, b: AnswerValues) -> bool:
 
 
 def _answer_lines(stdout: str, question: str) -> list[AnswerValues]:
-    """The values of each line of an output that states one (lines naming only a saved file aside)."""
-    lines = [answer_values(line, question) for line in stdout.splitlines()]
+    """The values of each line of an output that states one.
+
+    Lines naming only a saved file are left out, and so are lines of one word without a number: pandas prints
+    a table's index name alone above it ("Region"), which the other output may not print (the whole outputs'
+    names are still compared).
+    """
+    lines = [answer_values(line, question) for line in stdout.splitlines() if len(line.split()) > 1
+             or any(ch.isdigit() for ch in line)]
     return [values for values in lines if values and not _files_only(values)]
 
 

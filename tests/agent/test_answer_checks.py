@@ -146,6 +146,8 @@ Q = "Which region has the highest total amount in /mnt/user-data/uploads/s.csv, 
     # the parts in another order, one output saying where it saved a file
     ("mean salary: 73582.35\ntop department: Engineering",
      "top department: Engineering\nmean salary: 73582.35\nsaved to /mnt/user-data/outputs/r.md", True),
+    # a table's index name printed alone above it by one program only
+    ("Region\nEast    11.5\nWest     5.0", "East: 11.5\nWest: 5.0\ntotal: 16.5", True),
     # two parts in one line on one side, a line each on the other
     ("Initech products: 12, mean cost 36.70", "Initech products: 12\nmean cost: 36.7017", True),
     # one output answers two parts with one value: the other's second part has no line to match
