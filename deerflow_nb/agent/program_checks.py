@@ -45,10 +45,12 @@ _TRUNCATED = re.compile(r"Length: \d+, dtype:|^\[\d+ rows x \d+ columns\]$|^\s*\
 
 
 def output_problem(run: dict[str, Any], requested: Sequence[str], written: Sequence[str],
-                   preview: DataPreview | None = None, asked: str = "") -> tuple[str, str] | None:
+                   preview: DataPreview | None = None, asked: str = "",
+                   reports: Sequence[str] = ()) -> tuple[str, str] | None:
     """``(stop_reason, hint)`` when a program's run does not answer the question, else ``None``.
 
-    ``requested``: the files the program must write; ``written``: those this question's programs wrote.
+    ``requested``: the files the program must write; ``written``: those this question's programs wrote;
+    ``reports``: the reports written from what it prints (:mod:`~deerflow_nb.agent.answer_report`).
     """
     stdout = str(run.get("stdout") or "")
     code = str(run.get("code") or "")
@@ -73,6 +75,10 @@ def output_problem(run: dict[str, Any], requested: Sequence[str], written: Seque
     lines = [line for line in stdout.splitlines() if line.strip()]
     if not lines and not written:
         return "empty_answer", "The program printed nothing. Write it again so that it prints the answer."
+    if not lines and reports:
+        return "empty_answer", (f"The program printed nothing, and {' and '.join(reports)} is written from what it "
+                                "prints. Print every asked value on its own line with a label, and write the whole "
+                                "program again.")
     if _TRUNCATED.search(stdout):
         return "unanswered_part", ("The program printed a whole column or table (pandas shortened it with "
                                    "'...') instead of the asked values. Aggregate it (sum, mean, count, ...) "

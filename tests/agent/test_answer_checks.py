@@ -255,3 +255,12 @@ def test_a_failed_programs_hint_reminds_of_the_file_it_forgot():
     assert problem is not None and f"It must also save {report}" in problem[1]
     failed["code"] += f"\nopen('{report}', 'w').write('x')"
     assert "must also save" not in ProgramAnswerMiddleware().problem(failed, [report], [], asked="")[1]
+
+
+def test_a_program_that_prints_nothing_for_a_report_is_written_again():
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    csv, md = "/mnt/user-data/outputs/f.csv", "/mnt/user-data/outputs/r.md"
+    run = {"stdout": "", "exit_code": 0, "written": [csv]}
+    problem = ProgramAnswerMiddleware().problem(run, [csv], [csv], asked="q", reports=[md])
+    assert problem is not None and problem[0] == "empty_answer" and f"{md} is written from what it prints" in problem[1]
+    assert ProgramAnswerMiddleware().problem(run, [csv], [csv], asked="q") is None  # a file was the whole answer

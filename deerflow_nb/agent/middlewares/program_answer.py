@@ -109,9 +109,10 @@ class ProgramAnswerMiddleware(AgentMiddleware):
     # -- what to do next ---------------------------------------------------------------------------
 
     def problem(self, run: dict[str, Any], requested: Sequence[str], written: Sequence[str],
-                preview: DataPreview | None = None, asked: str = "") -> tuple[str, str] | None:
+                preview: DataPreview | None = None, asked: str = "",
+                reports: Sequence[str] = ()) -> tuple[str, str] | None:
         """``(stop_reason, hint)`` when a program's run does not answer the question (:func:`output_problem`)."""
-        return output_problem(run, requested, written, preview, asked)
+        return output_problem(run, requested, written, preview, asked, reports)
 
     def _step(self, request: ModelRequest) -> tuple[str, Any]:
         """The next step of the question's loop.
@@ -141,7 +142,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         cached = context_of(request).extra.get(_PREVIEW_KEY)
         preview = cached if isinstance(cached, DataPreview) else None
         if not entries[-1][1]:  # the question's own program (or its repair)
-            problem = self.problem(main[-1], requested, written, preview, asked)
+            problem = self.problem(main[-1], requested, written, preview, asked, reports)
             if problem is None and len(main) < self.max_programs and not any(
                     misread(run, asked, preview) for run in main[:-1]):  # one such hint a question
                 hint = misread(main[-1], asked, preview)
@@ -159,7 +160,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             return "fail", AnswerError(cause, run_id=run_id, stop_reason=reason, cause=cause)
         # a check: an independent program must reach the same answer
         answer = main[-1]
-        usable = [run for run in checks if self.problem(run, requested, written, preview, asked) is None
+        usable = [run for run in checks if self.problem(run, requested, written, preview, asked, reports) is None
                   and misread(run, asked, preview) is None]  # a check that misreads the question confirms nothing
         runs = [answer, *usable]
         stdout = [str(run.get("stdout") or "") for run in runs]
