@@ -12,12 +12,13 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 
+# what the small model is asked for: the answers printed, each with a label (the report is written from them)
 PROGRAM = """\
 import pandas as pd
 df = pd.read_csv('/mnt/user-data/uploads/sales.csv')
 rev = (df['units'] * df['unit_price']).groupby(df['region']).sum()
-with open('/mnt/user-data/outputs/report.md', 'w') as f:
-    f.write('# Revenue by region\\n\\n' + rev.to_string() + f'\\n\\nTotal: {rev.sum():.2f}\\n')
+print('revenue (units * unit_price) by region:')
+print(rev.round(2).to_string())
 print('total revenue (units * unit_price):', round(rev.sum(), 2))
 """
 
@@ -49,12 +50,14 @@ async def test_readme_snippet_runs_as_written(tmp_path, monkeypatch):
     thread, agent = namespace["thread"], namespace["agent"]
     try:
         state = await thread.aget_state()
-        # the program's report was presented without a separate step, and its output is the answer
+        # the program's output is the answer, and the report was written from it and presented
         assert state["artifacts"] == ["/mnt/user-data/outputs/report.md"]
         report, _mime = await thread.aartifact("/mnt/user-data/outputs/report.md")
         text = report.decode()
-        assert "East     491.00" in text and "Total: 1711.25" in text  # computed by pandas in the sandbox
-        assert namespace["answer"] == ("total revenue (units * unit_price): 1711.25\n\n"
-                                       "Saved: `/mnt/user-data/outputs/report.md`")
+        table = "```text\nregion\nEast     491.00\n"  # computed by pandas in the sandbox
+        assert table in text and "- total revenue (units * unit_price): 1711.25\n" in text
+        assert namespace["answer"].startswith("revenue (units * unit_price) by region:\n\n" + table)
+        assert namespace["answer"].endswith("total revenue (units * unit_price): 1711.25\n\n"
+                                            "Saved: `/mnt/user-data/outputs/report.md`")
     finally:
         await agent.aclose()
