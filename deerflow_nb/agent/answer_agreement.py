@@ -53,10 +53,14 @@ def _value_part(line: str) -> tuple[str, bool]:
     return line, False  # a sentence ("bar chart saved to ..."): its numbers and paths only
 
 
-def answer_values(stdout: str, question: str = "") -> AnswerValues:
-    """The values of a program's output (see the module docstring)."""
+def answer_values(stdout: str, question: str = "", *, question_words: bool = False) -> AnswerValues:
+    """The values of a program's output (see the module docstring).
+
+    A word of the question after a label is a label too ("orders with channel app: 1377"), unless
+    ``question_words`` (a line answered with a value the question names: "lowest channel: app").
+    """
     asked = {round(n.value, 6) for n in find_numbers(question)}
-    question_words = {w.lower() for w in _WORD.findall(question)}
+    asked_words = {w.lower() for w in _WORD.findall(question)}
     numbers: list[Number] = []
     names: set[str] = set()
     for line in stdout.splitlines():
@@ -67,9 +71,9 @@ def answer_values(stdout: str, question: str = "") -> AnswerValues:
             continue
         for word in _WORD.findall(re.sub(r"-?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?%?", " ", part)):
             lowered = word.lower()
-            if len(lowered) > 1 and lowered not in _LABEL_WORDS and (lowered in question_words) is False:
+            if len(lowered) > 1 and lowered not in _LABEL_WORDS and (question_words or lowered not in asked_words):
                 names.add(lowered)
-            elif len(lowered) > 1 and lowered in question_words and word[:1].isupper():
+            elif len(lowered) > 1 and lowered in asked_words and word[:1].isupper():
                 names.add(lowered)  # a value the question names ("West") is still the answer
     return AnswerValues(tuple(numbers), frozenset(names))
 
@@ -114,8 +118,8 @@ def _answer_lines(stdout: str, question: str) -> list[AnswerValues]:
     a table's index name alone above it ("Region"), which the other output may not print (the whole outputs'
     names are still compared).
     """
-    lines = [answer_values(line, question) for line in stdout.splitlines() if len(line.split()) > 1
-             or any(ch.isdigit() for ch in line)]
+    lines = [answer_values(line, question, question_words=True) for line in stdout.splitlines()
+             if len(line.split()) > 1 or any(ch.isdigit() for ch in line)]
     return [values for values in lines if values and not _files_only(values)]
 
 

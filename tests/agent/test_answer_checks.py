@@ -264,3 +264,14 @@ def test_a_program_that_prints_nothing_for_a_report_is_written_again():
     problem = ProgramAnswerMiddleware().problem(run, [csv], [csv], asked="q", reports=[md])
     assert problem is not None and problem[0] == "empty_answer" and f"{md} is written from what it prints" in problem[1]
     assert ProgramAnswerMiddleware().problem(run, [csv], [csv], asked="q") is None  # a file was the whole answer
+
+
+def test_a_part_answered_with_a_value_the_question_names_is_compared_too():
+    asked = ('how many orders have channel "app" and their average number of items per order and which sales channel '
+             "has the lowest average items")
+    first = ("orders with channel 'app': 1377\naverage items for channel 'app': 4.42\n"
+             "channel with the lowest average items: phone")
+    second = ("orders with channel 'app': 1377\naverage items for channel 'app': 4.4241\n"
+              "channel with the lowest average items: app")
+    assert not agree(first, second, asked) and not agree(second, first, asked)
+    assert agree(first, first.replace("4.42", "4.4241"), asked)
