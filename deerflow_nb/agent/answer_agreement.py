@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from deerflow_nb.agent.answer_checks import Number, find_numbers
 
-__all__ = ["AnswerValues", "agree", "answer_values"]
+__all__ = ["AnswerValues", "agree", "answer_parts", "answer_values"]
 
 _INDEX = re.compile(r"^\s*\d+\s{2,}")  # a DataFrame's row number at the start of a table row
 _WORD = re.compile(r"[A-Za-z][\w\-/.]*[\w]|[A-Za-z]")
@@ -156,3 +156,8 @@ def agree(first: str, second: str, question: str = "") -> bool:
     if not _same_values(a, b):
         return False
     return _lines_match(_answer_lines(first, question), _answer_lines(second, question))
+
+
+def answer_parts(stdout: str, question: str = "") -> int:
+    """How many lines of an output state a value (the parts it answers; a table's rows count one each)."""
+    return len(_answer_lines(stdout, question))

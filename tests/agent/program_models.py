@@ -48,6 +48,10 @@ def _decide(messages: list[Any]) -> Any:
         return _program(load + "from pathlib import Path\np = Path('/mnt/user-data/workspace/rows.txt')\n"
                         "n = int(p.read_text()) + 1 if p.exists() else 1\np.write_text(str(n))\n"
                         f"df.head(n).to_csv('{OUT}/east.csv', index=False)\nprint('rows kept: East')\n")
+    if "both parts" in question:  # the first run answers one part, later runs both
+        return _program(load + "from pathlib import Path\np = Path('/mnt/user-data/workspace/parts.txt')\n"
+                        "n = int(p.read_text()) + 1 if p.exists() else 1\np.write_text(str(n))\n"
+                        "print('rows:', len(df))\nif n > 1:\n    print('total units:', df.units.sum())\n")
     if "broken program" in question:
         return _program("print(undefined_name)\n")
     if "invent a number" in question:

@@ -125,6 +125,14 @@ def test_tables_of_different_lengths_are_not_an_agreement(agent, sales):
     assert caught.value.cause.endswith(f"wrote tables of different lengths ({OUT}/east.csv: 2 | 3 | 4 lines)")
 
 
+def test_an_answer_missing_a_part_a_check_answers_is_not_confirmed_by_it(agent, sales):
+    thread = _thread(agent, sales)
+    # the first program answers one part; both checks answer both and agree: theirs is the answer
+    assert thread.chat(f"Rows and total units, both parts, of {UP}/sales.csv?") == "rows: 3  \ntotal units: 9"
+    assert [m.text for m in thread.messages if isinstance(m, ToolMessage)] == [
+        "rows: 3", "rows: 3\ntotal units: 9", "rows: 3\ntotal units: 9"]
+
+
 def test_two_agreeing_checks_outvote_the_first_program(agent, sales):
     thread = _thread(agent, sales)
     assert thread.chat(f"Any second thoughts about {UP}/sales.csv?") == "answer: 2007"

@@ -32,7 +32,7 @@ from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResp
 from langchain.agents.middleware.types import ModelCallResult
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from deerflow_nb.agent.answer_agreement import agree
+from deerflow_nb.agent.answer_agreement import agree, answer_parts
 from deerflow_nb.agent.answer_format import format_output
 from deerflow_nb.agent.answer_report import report_note, report_paths, report_program, report_text
 from deerflow_nb.agent.middlewares._base import context_of, last_ai
@@ -165,14 +165,19 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         runs = [answer, *usable]
         stdout = [str(run.get("stdout") or "") for run in runs]
 
-        def same(i: int, j: int) -> bool:  # the same values printed, the same tables written
-            return agree(stdout[i], stdout[j], asked) and _same_tables(runs[i], runs[j])
+        parts = [answer_parts(text, asked) for text in stdout]
+
+        def same(i: int, j: int) -> bool:
+            """Whether ``j`` confirms ``i``: the same values and tables, and ``i`` answers no fewer parts."""
+            return agree(stdout[i], stdout[j], asked) and _same_tables(runs[i], runs[j]) and parts[i] >= parts[j]
 
         for i, j in ((0, k) for k in range(1, len(stdout))):
             if same(i, j):
                 return "answer", self._answer(answer, asked, reports)
-        if len(usable) >= 2 and same(1, 2):  # two checks outvote the first answer
-            return "answer", self._answer(usable[0], asked, reports)
+        if len(usable) >= 2:  # two checks outvote the first answer
+            for i, j in ((1, 2), (2, 1)):
+                if same(i, j):
+                    return "answer", self._answer(runs[i], asked, reports)
         if len(checks) < self.check_programs:
             return "check", None
         if not usable:  # the checks failed to run: nothing contradicts the answer
