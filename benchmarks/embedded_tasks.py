@@ -127,10 +127,19 @@ def ask(agent: Any, task: Any) -> dict[str, Any]:
             outputs[path] = thread.artifact(path)[0]
         except df.DeerFlowError:
             outputs[path] = None
-    programs = [c["args"].get("code", "") for m in thread.messages if m.type == "ai" for c in m.tool_calls]
+    messages = thread.messages
+    programs = [c["args"].get("code", "") for m in messages if m.type == "ai" for c in m.tool_calls]
+    # each program's role (the question's own, a check, the report writer) and what it printed, for analysis
+    roles = {c.get("id"): ("check" if m.additional_kwargs.get("deerflow_check") else
+                           "report" if m.additional_kwargs.get("deerflow_report") else "program")
+             for m in messages if m.type == "ai" for c in m.tool_calls}
+    runs = [{"role": roles.get(m.tool_call_id, "program"), "status": m.status,
+             "stdout": str((m.additional_kwargs.get("deerflow_program") or {}).get("stdout", ""))[:2000]}
+            for m in messages if m.type == "tool"]
     return {"answer": answer, "status": status, "reason": reason, "took": took,
             "first_event": (first or time.time()) - start, "first_text": (text or time.time()) - start,
-            "outputs": outputs, "programs": programs, "presented": list(thread.state.get("artifacts") or [])}
+            "outputs": outputs, "programs": programs, "runs": runs,
+            "presented": list(thread.state.get("artifacts") or [])}
 
 
 def bench(args: argparse.Namespace) -> int:
