@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from deerflow_nb.agent.answer_checks import Number, find_numbers
+from deerflow_nb.agent.answer_format import PANDAS_FOOTER as _FOOTER
 
 __all__ = ["AnswerValues", "agree", "answer_parts", "answer_values"]
 
@@ -64,6 +65,8 @@ def answer_values(stdout: str, question: str = "", *, question_words: bool = Fal
     numbers: list[Number] = []
     names: set[str] = set()
     for line in stdout.splitlines():
+        if _FOOTER.match(line.strip()):  # pandas' "Name: points, dtype: float64" under a Series: not a value
+            continue
         part, words = _value_part(line)
         numbers += [n for n in find_numbers(part) if round(n.value, 6) not in asked]
         if not words:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["format_output", "pad_decimals", "shorten_floats"]
+__all__ = ["PANDAS_FOOTER", "format_output", "pad_decimals", "shorten_floats"]
 
 _LONG_FLOAT = re.compile(r"(?<![\w.])-?\d+\.\d{7,}(?:[eE][-+]?\d+)?(?![\w.])")
 _DECIMAL = re.compile(r"(?<![\w.])(-?\d+)\.(\d+)(?![\w.]|e[-+]?\d)")
@@ -20,7 +20,8 @@ _COLUMNS = re.compile(r"\S\s{2,}\S")
 # a template's brackets kept around the value put in it ("median=<9.48>" for "answer as median=<value>")
 _FILLED_TEMPLATE = re.compile(r"<\s*(-?[\d.,]+(?:e[-+]?\d+)?\s*%?)\s*>")
 # the footer pandas prints under a Series ("Name: tip, dtype: float64", "Freq: M, ..."): not part of an answer
-_FOOTER = re.compile(r"^(?:(?:Name|Freq): [^,]*, )*(?:Name: .*, )?dtype: [\w\[\], ]+$")
+PANDAS_FOOTER = re.compile(r"^(?:(?:Name|Freq): [^,]*, )*(?:Name: .*, )?dtype: [\w\[\], ]+$")
+_FOOTER = PANDAS_FOOTER
 
 
 def shorten_floats(text: str) -> str:

@@ -146,6 +146,9 @@ Q = "Which region has the highest total amount in /mnt/user-data/uploads/s.csv, 
     # the parts in another order, one output saying where it saved a file
     ("mean salary: 73582.35\ntop department: Engineering",
      "top department: Engineering\nmean salary: 73582.35\nsaved to /mnt/user-data/outputs/r.md", True),
+    # pandas' footer under a Series is neither a value nor a part
+    ("top 3:\nregion\nEast    11.5\nWest     5.0", "region\nEast    11.5\nWest     5.0\nName: amount, dtype: float64",
+     True),
     # a table's index name printed alone above it by one program only
     ("Region\nEast    11.5\nWest     5.0", "East: 11.5\nWest: 5.0\ntotal: 16.5", True),
     # two parts in one line on one side, a line each on the other
@@ -264,6 +267,12 @@ def test_a_program_that_prints_nothing_for_a_report_is_written_again():
     problem = ProgramAnswerMiddleware().problem(run, [csv], [csv], asked="q", reports=[md])
     assert problem is not None and problem[0] == "empty_answer" and f"{md} is written from what it prints" in problem[1]
     assert ProgramAnswerMiddleware().problem(run, [csv], [csv], asked="q") is None  # a file was the whole answer
+
+
+def test_an_output_answers_as_many_parts_as_it_has_lines_with_values():
+    from deerflow_nb.agent.answer_agreement import answer_parts
+    assert answer_parts("top 3:\nregion\nEast    11.5\nWest     5.0\nName: amount, dtype: float64", Q) == 2
+    assert answer_parts("rows: 3\nsaved to /mnt/user-data/outputs/x.csv\nmean tip: 3.1", Q) == 2
 
 
 def test_a_part_answered_with_a_value_the_question_names_is_compared_too():
