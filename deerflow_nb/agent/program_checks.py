@@ -98,9 +98,7 @@ def output_problem(run: dict[str, Any], requested: Sequence[str], written: Seque
                                    "Print the name too, with a label, and write the whole program again.")
     id_column = _row_numbers_for_ids(stdout, asked, preview)
     if id_column:
-        return "unanswered_part", (f"The output names the rows by their row number. Name them by the {id_column} "
-                                   f"column instead (e.g. print df.loc[top.index, ['{id_column}', ...]] or "
-                                   f"set_index('{id_column}') first) and write the whole program again.")
+        return "unanswered_part", _ids_hint(code, id_column, preview)
     reports = [p for p in requested if p.lower().endswith(".html")]  # counts may go there
     asked_counts = len(_HOW_MANY.findall(asked))
     if asked_counts and not reports and not _WHOLE.search(re.sub(r"\S*/\S*", " ", stdout)):
@@ -162,6 +160,21 @@ def _row_numbers_for_ids(stdout: str, asked: str, preview: DataPreview | None) -
     ids = [name for names in preview.columns.values() for name in names if _ID_NAME.search(name)]
     numbered = [m for m in _ROW_NUMBER.finditer(stdout) if not re.fullmatch(r"(?:19|20)\d\d", m.group(1))]
     return ids[0] if ids and len(numbered) >= 2 else None
+
+
+def _ids_hint(code: str, id_column: str, preview: DataPreview | None) -> str:
+    """What to do about rows named by row number, with the program's own names (a small model copies examples)."""
+    printed = [m.group(1) for m in re.finditer(r"print\((?:[^()]*,\s*)?([A-Za-z_]\w*)\b(?![\w(\[])", code)]
+    frames = [name for name in (preview.columns if preview else {}) if id_column in preview.columns[name]] \
+        if preview else []
+    frame = frames[0] if frames else "df"
+    values = next((name for name in reversed(printed) if name not in (frame, "print", "round")), None)
+    if values is None:
+        return (f"The output names the rows by their row number. Name them by the {id_column} column instead "
+                f"(set_index({id_column!r}) on {frame} before computing) and write the whole program again.")
+    return (f"The output names the rows by their row number. Name them by the {id_column} column instead: before "
+            f"printing {values}, write {values}.index = {frame}.loc[{values}.index, {id_column!r}] and write the "
+            "whole program again.")
 
 
 _COUNT = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?![\w.])|(?<![\w.])\d+(?:\.0)?(?![\w.])")

@@ -14,7 +14,8 @@ made the same mistake. These are found in the program instead, from the question
 - :func:`misread_hint` names a misreading a repair turn can act on: every row with any missing value
   dropped when the question did not ask for complete rows; duplicates counted with ``keep=False`` (every
   copy) or on a subset of the columns when the question asks for exact duplicates of an earlier row;
-  a value the question names (``"treatment"``, ``"JFK"``) that the program never uses.
+  a value the question names (``"treatment"``, ``"JFK"``) that the program never uses; the wrong end of
+  an ascending sort for the lowest or the highest.
 
 The hints are advice: the middleware gives one such hint per question, so a false alarm costs one
 program, never the answer.
@@ -337,6 +338,28 @@ def fix_bins(code: str, asked: str) -> str:
     return code
 
 
+_LOWEST = re.compile(r"\b(?:bottom|lowest|smallest|least|fewest|worst|cheapest|minimum)\b", re.IGNORECASE)
+_HIGHEST = re.compile(r"\b(?:top|highest|largest|most|greatest|best|biggest|maximum)\b", re.IGNORECASE)
+
+
+def _ranking_misread(tree: ast.AST, asked: str) -> str | None:
+    """The wrong end of a ranking: the last rows of an ascending sort for the lowest, the first for the highest."""
+    lowest, highest = bool(_LOWEST.search(asked)), bool(_HIGHEST.search(asked))
+    if lowest == highest:  # neither, or both ("highest and lowest"): nothing to judge
+        return None
+    sorts = _calls(tree, "sort_values")
+    if not sorts or any(k.arg == "ascending" for call in sorts for k in call.keywords):
+        return None  # no sort, or one whose direction is written out
+    if lowest and _calls(tree, "tail") and not _calls(tree, "head") and not _calls(tree, "nsmallest"):
+        return ("The question asks for the lowest, and the program takes the last rows of an ascending sort, which "
+                "are the highest. Use .nsmallest(n) (or .sort_values().head(n)) and write the whole program again.")
+    if highest and _calls(tree, "head") and not _calls(tree, "tail") and not _calls(tree, "nlargest"):
+        return ("The question asks for the highest, and the program takes the first rows of an ascending sort, "
+                "which are the lowest. Use .nlargest(n) (or .sort_values(ascending=False).head(n)) and write the "
+                "whole program again.")
+    return None
+
+
 def _duplicate_misread(tree: ast.AST, asked: str) -> str | None:
     calls = _calls(tree, "duplicated") + _calls(tree, "drop_duplicates")
     if not calls:
@@ -386,6 +409,9 @@ def misread_hint(code: str, stdout: str, asked: str, frames: Sequence[str] = ("d
     duplicates = _duplicate_misread(tree, asked)
     if duplicates:
         return duplicates
+    ranking = _ranking_misread(tree, asked)
+    if ranking:
+        return ranking
     unused = _unused_value(code, stdout, asked, values or {})
     if unused:
         value, column = unused

@@ -215,6 +215,10 @@ def test_a_ranking_names_its_rows_by_the_id_column_not_by_row_number():
     by_number = {"stdout": "top 5:\n812    1638.25\n15     1594.89\n501    1588.57", "exit_code": 0}
     problem = ProgramAnswerMiddleware().problem(by_number, [], [], preview, asked)
     assert problem is not None and "listing_id" in problem[1]
+    # the hint names the program's own variable (the model copied an example's name it did not have)
+    code = "s = df['Price'] / df['Sqft']\ntop_5 = s.sort_values(ascending=False).head(5)\nprint(top_5.to_string())\n"
+    problem = ProgramAnswerMiddleware().problem({**by_number, "code": code}, [], [], preview, asked)
+    assert problem is not None and "top_5.index = df.loc[top_5.index, 'listing_id']" in problem[1]
     by_id = {"stdout": "top 5:\nLST-00813    1638.25\nLST-00016    1594.89", "exit_code": 0}
     assert ProgramAnswerMiddleware().problem(by_id, [], [], preview, asked) is None
     # years and hours are values, not row numbers

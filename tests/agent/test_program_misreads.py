@@ -207,3 +207,18 @@ def test_other_binnings_are_left_alone(code, asked):
 def test_an_explicit_right_is_set_to_false():
     fixed = fix_bins("x = pd.cut(df.Age, [0, 17, 64, 120], right=True)", AGES)
     assert fixed == "x = pd.cut(df.Age, [0, 18, 65, float('inf')], right=False)"
+
+
+@pytest.mark.parametrize(("code", "asked", "needle"), [
+    ("rev = df.groupby('product')['x'].sum().sort_values()\nprint(rev.tail(3))\n",
+     "the bottom 3 products by revenue", "takes the last rows of an ascending sort"),
+    ("rev = df.groupby('product')['x'].sum().sort_values()\nprint(rev.head(3))\n",
+     "the top 3 products by revenue", "takes the first rows of an ascending sort"),
+    ("print(df.groupby('p')['x'].sum().sort_values().head(3))\n", "the bottom 3 products", None),
+    ("print(df.groupby('p')['x'].sum().sort_values(ascending=False).head(3))\n", "the top 3 products", None),
+    ("print(df.groupby('p')['x'].sum().sort_values().tail(3))\n", "the top 3 products", None),
+    ("s = df.x.sort_values()\nprint(s.head(1), s.tail(1))\n", "the highest and the lowest x", None),
+])
+def test_the_wrong_end_of_a_ranking_gets_a_hint(code, asked, needle):
+    hint = misread_hint(code, "", asked)
+    assert (hint is None) if needle is None else (hint is not None and needle in hint)
