@@ -11,6 +11,7 @@ made the same mistake. These are found in the program instead, from the question
   question did not ask for complete rows (mechanical too);
 - :func:`count_rows` counts rows, not a gappy column's values, for a question about rows (mechanical);
 - :func:`fix_bins` makes ``pd.cut`` bin whole numbers as the question lists their ranges (mechanical);
+- :func:`fix_precedence` aggregates a product of two columns whole, not its right side alone (mechanical);
 - :func:`misread_hint` names a misreading a repair turn can act on: every row with any missing value
   dropped when the question did not ask for complete rows; duplicates counted with ``keep=False`` (every
   copy) or on a subset of the columns when the question asks for exact duplicates of an earlier row;
@@ -27,7 +28,8 @@ import ast
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-__all__ = ["count_rows", "error_hint", "fix_bins", "fix_ttest_variance", "keep_needed_rows", "misread_hint"]
+__all__ = ["count_rows", "error_hint", "fix_bins", "fix_precedence", "fix_ttest_variance", "keep_needed_rows",
+           "misread_hint"]
 
 _POOLED = re.compile(r"\bpooled\b|\bstudent'?s?\b|\bequal[- ]variances?\b|\bassum\w* equal var", re.IGNORECASE)
 _WELCH = re.compile(r"\bwelch\b|\bunequal[- ]variances?\b|\bnot assum\w* equal|\bwithout assum\w* equal",
@@ -358,6 +360,64 @@ def _ranking_misread(tree: ast.AST, asked: str) -> str | None:
                 "which are the lowest. Use .nlargest(n) (or .sort_values(ascending=False).head(n)) and write the "
                 "whole program again.")
     return None
+
+
+_AGGREGATIONS = frozenset({"sum", "mean", "median", "max", "min", "std", "groupby", "resample", "agg", "count",
+                           "nlargest", "nsmallest", "idxmax", "idxmin", "cumsum"})
+
+
+def _column_of(node: ast.AST, frames: Sequence[str]) -> bool:
+    """Whether ``node`` is a column of a loaded frame: ``df['x']`` or ``df.x``."""
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.value, ast.Name) and node.value.id in frames and isinstance(node.slice, ast.Constant)
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in frames
+
+
+def _chain_start(node: ast.expr) -> tuple[ast.expr, bool]:
+    """The first receiver of a method chain (``df['p']`` of ``df['p'].groupby(g).sum()``), and whether it aggregates."""
+    aggregates = False
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        aggregates = aggregates or node.func.attr in _AGGREGATIONS
+        node = node.func.value
+    return node, aggregates
+
+
+def fix_precedence(code: str, frames: Sequence[str] = ("df",)) -> str:
+    """``code`` with a product of two columns aggregated whole (``(df['q'] * df['p']).sum()``).
+
+    Measured: asked for revenue (quantity times unit price), the embedded model wrote
+    ``df['quantity'] * df['unit_price'].groupby(df['product']).sum()``, which aggregates the price alone and
+    multiplies each row by the result. When both sides of ``*`` are two columns of one loaded frame and the
+    right one starts a chain that aggregates, the product is put in parentheses (a division is left alone:
+    ``df.x / df.x.sum()`` is a share). Unchanged otherwise, and when the program does not parse.
+    """
+    if "*" not in code and "/" not in code:
+        return code
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code
+    at = _offsets(code)
+    edits: list[tuple[int, int, str]] = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult)):
+            continue
+        start, aggregates = _chain_start(node.right)
+        if not (aggregates and start is not node.right and _column_of(node.left, frames) and _column_of(start, frames)
+                and ast.dump(start) != ast.dump(node.left)):
+            continue
+        if start.end_lineno is None or start.end_col_offset is None or node.left.end_lineno is None \
+                or node.left.end_col_offset is None:
+            continue
+        begin = at(node.left.lineno, node.left.col_offset)
+        split = at(start.end_lineno, start.end_col_offset)
+        edits.append((begin, begin, "("))
+        edits.append((split, split, ")"))
+    if len(edits) > 2:  # nested products: leave them to the repair turn
+        return code
+    for start_at, end_at, text in sorted(edits, reverse=True):
+        code = code[:start_at] + text + code[end_at:]
+    return code
 
 
 def _duplicate_misread(tree: ast.AST, asked: str) -> str | None:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from deerflow_nb.agent.program_misreads import count_rows, fix_bins, fix_ttest_variance, keep_needed_rows, misread_hint
+from deerflow_nb.agent.program_misreads import (
+    count_rows,
+    fix_bins,
+    fix_precedence,
+    fix_ttest_variance,
+    keep_needed_rows,
+    misread_hint,
+)
 
 WELCH = ("from scipy import stats\n"
          "t, p = stats.ttest_ind(df[df['homeroom'] == 'Oak']['math'], df[df['homeroom'] == 'Pine']['math'], "
@@ -222,3 +229,26 @@ def test_an_explicit_right_is_set_to_false():
 def test_the_wrong_end_of_a_ranking_gets_a_hint(code, asked, needle):
     hint = misread_hint(code, "", asked)
     assert (hint is None) if needle is None else (hint is not None and needle in hint)
+
+
+@pytest.mark.parametrize(("code", "fixed"), [
+    ("rev = df['quantity'] * df['unit_price'].groupby(df['product']).sum()\n",
+     "rev = (df['quantity'] * df['unit_price']).groupby(df['product']).sum()\n"),
+    ("print(round(df['quantity'] * df['unit_price'].sum() / 1000, 1))\n",
+     "print(round((df['quantity'] * df['unit_price']).sum() / 1000, 1))\n"),
+    ("x = (df.a * df.b).sum()\n", None),            # already whole
+    ("x = df.a * 2\n", None),
+    ("x = df.a / df.b.sum()\n", None),              # a division may be a share
+    ("x = df.a * df.a.mean()\n", None),             # one column
+    ("x = df.a * other['b'].sum()\n", None),        # not a loaded frame
+])
+def test_a_product_of_two_columns_is_aggregated_whole(code, fixed):
+    assert fix_precedence(code, ["df"]) == (fixed or code)
+
+
+def test_the_fixed_product_computes_the_revenue():
+    import pandas as pd
+    frame = pd.DataFrame({"quantity": [1, 2, 3], "unit_price": [10.0, 20.0, 30.0], "product": ["a", "b", "a"]})
+    scope = {"df": frame}
+    exec(fix_precedence("rev = df['quantity'] * df['unit_price'].groupby(df['product']).sum()\n", ["df"]), scope)
+    assert scope["rev"].to_dict() == {"a": 100.0, "b": 40.0}

@@ -39,7 +39,13 @@ from deerflow_nb.agent.middlewares._base import context_of, last_ai
 from deerflow_nb.agent.middlewares.answer_check import PROGRAM_ANSWER
 from deerflow_nb.agent.program_checks import misread, output_problem
 from deerflow_nb.agent.program_fixes import add_missing_imports
-from deerflow_nb.agent.program_misreads import count_rows, fix_bins, fix_ttest_variance, keep_needed_rows
+from deerflow_nb.agent.program_misreads import (
+    count_rows,
+    fix_bins,
+    fix_precedence,
+    fix_ttest_variance,
+    keep_needed_rows,
+)
 from deerflow_nb.agent.program_questions import CLARIFICATION_TOOL, file_choice, is_answer, turn_question, with_data
 from deerflow_nb.context import SAMPLING_SEED_KEY
 from deerflow_nb.errors import AnswerError
@@ -330,6 +336,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             if call.get("name") == CODE_TOOL and isinstance(code, str):
                 code = fix_ttest_variance(add_missing_imports(code), asked)
                 code = fix_bins(keep_needed_rows(code, asked, preview.columns), asked)
+                code = fix_precedence(code, list(preview.columns) or ["df"])
                 code = count_rows(code, asked, sorted({c for cols in preview.gaps.values() for c in cols}))
                 call = {**call, "args": {**call["args"], "code": code}}
             calls.append(call)
