@@ -10,6 +10,7 @@ left out, and so are the brackets of a template the program filled in (``median=
 
 from __future__ import annotations
 
+import decimal
 import re
 
 __all__ = ["PANDAS_FOOTER", "format_output", "pad_decimals", "shorten_floats"]
@@ -38,22 +39,28 @@ def _tabular(line: str) -> bool:
 
 
 def pad_decimals(text: str, decimals: int) -> str:
-    """``text`` with decimal numbers written with fewer than ``decimals`` decimals zero-padded (``139.1`` → ``139.10``).
+    """``text`` with its decimal numbers written to ``decimals`` places where the program did not format them.
 
-    Python's ``round(x, 2)`` prints ``139.1``; a user who asked for two decimals expects ``139.10``.
-    Whole numbers (counts) are left alone.
+    Python's ``round(x, 2)`` prints ``139.1``; a user who asked for two decimals expects ``139.10``: fewer
+    decimals are zero-padded. A float printed raw (seven decimals or more, ``1.3671968478622183``) is rounded
+    to the asked places (``1.367``); a number the program wrote with a few more decimals keeps them (it may be
+    another part of the question, with its own format). Whole numbers (counts) are left alone.
     """
-    def pad(match: re.Match[str]) -> str:
+    def fit(match: re.Match[str]) -> str:
         whole, frac = match.group(1), match.group(2)
+        if len(frac) >= 7:
+            exact = decimal.Decimal(f"{whole}.{frac}").quantize(decimal.Decimal(1).scaleb(-decimals),
+                                                               rounding=decimal.ROUND_HALF_UP)
+            return f"{exact:f}"
         return f"{whole}.{frac.ljust(decimals, '0')}"
 
-    return _DECIMAL.sub(pad, text)
+    return _DECIMAL.sub(fit, text)
 
 
 def format_output(stdout: str, *, shorten: bool = True, decimals: int | None = None) -> str:
     """The Markdown answer for a program's ``stdout`` (see the module docstring).
 
-    ``shorten=False`` keeps every decimal (the user asked for a precision); ``decimals`` pads decimal numbers
+    ``shorten=False`` keeps every decimal (the user asked for a precision); ``decimals`` writes decimal numbers
     to that many places (:func:`pad_decimals`).
     """
     text = shorten_floats(stdout) if shorten else stdout

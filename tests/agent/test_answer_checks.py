@@ -118,6 +118,9 @@ def test_program_output_becomes_markdown_without_changing_values():
     assert out == ("mean of tip / total_bill by day:\n\n```text\nday\nFri     0.155732\nSat     0.1639\n```\n\n"
                    "rows: 244")
     assert format_output("rows: 244\nmedian tip: 3.935\n") == "rows: 244  \nmedian tip: 3.935"
+    # asked for three decimals: a raw float is rounded to them, a short one padded, a formatted one and counts kept
+    assert format_output("ratio: 1.3671968478622183\nmean: 139.1\nshare: 6.8322%\nrows: 320\n", shorten=False,
+                         decimals=3) == "ratio: 1.367  \nmean: 139.100  \nshare: 6.8322%  \nrows: 320"
     assert shorten_floats("p = 0.000012345678 and 2.5") == "p = 1.23457e-05 and 2.5"
 
 
