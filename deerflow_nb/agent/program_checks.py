@@ -93,7 +93,7 @@ def output_problem(run: dict[str, Any], requested: Sequence[str], written: Seque
                                    f"df[df['date_column'].dt.year == {year.group(1)}]) and write the whole "
                                    "program again.")
     words = re.search(r"[^\W\d_]", re.sub(r"\S*/\S*|\be\b", " ", stdout))  # letters, paths aside
-    if _WHICH.search(asked) and not _UNIT_OF_TIME.search(asked) and not words:
+    if _WHICH.search(asked) and not _UNIT_OF_TIME.search(asked) and (not words or _only_measures(stdout)):
         return "unanswered_part", ("The question asks which one, and the output names nothing (only numbers). "
                                    "Print the name too, with a label, and write the whole program again.")
     id_column = _row_numbers_for_ids(stdout, asked, preview)
@@ -160,6 +160,13 @@ def _row_numbers_for_ids(stdout: str, asked: str, preview: DataPreview | None) -
     ids = [name for names in preview.columns.values() for name in names if _ID_NAME.search(name)]
     numbered = [m for m in _ROW_NUMBER.finditer(stdout) if not re.fullmatch(r"(?:19|20)\d\d", m.group(1))]
     return ids[0] if ids and len(numbered) >= 2 else None
+
+
+def _only_measures(stdout: str) -> bool:
+    """Whether every value the output states (after a label's ``:``) is a decimal number: no name, no id."""
+    values = [line.split(":", 1)[1] if ":" in line else line for line in stdout.splitlines()]
+    values = [v.strip() for v in values if v.strip()]
+    return bool(values) and all(re.fullmatch(r"[-+$€£]?\d[\d,]*\.\d+%?", v) for v in values)
 
 
 def _ids_hint(code: str, id_column: str, preview: DataPreview | None) -> str:

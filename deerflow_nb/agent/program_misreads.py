@@ -269,24 +269,30 @@ def count_rows(code: str, asked: str, gaps: Sequence[str]) -> str:
 
 
 _RANGE = re.compile(r"(?<![\w.])(\d+)\s*(?:-|\u2013|to)\s*(\d+)(?![\w.])")
+_OPEN_START = re.compile(r"\b(?:under|below|less than|younger than|fewer than)\s+(\d+)(?![\w.])", re.IGNORECASE)
 _OPEN_END = re.compile(r"(?<![\w.])(\d+)\s*(?:\+|or (?:more|older|over|above)|and (?:over|above|older|up))")
 
 
 def _asked_edges(asked: str) -> list[float] | None:
-    """The bin edges of whole-number ranges the question lists ("0-17, 18-64 and 65+"), for ``right=False`` bins."""
-    ranges = [(int(a), int(b)) for a, b in _RANGE.findall(asked) if int(a) <= int(b)]
-    if len(ranges) < 2:
-        return None
-    ranges.sort()
-    if any(ranges[i][1] + 1 != ranges[i + 1][0] for i in range(len(ranges) - 1)):
-        return None  # not one whole-number partition
+    """The bin edges of whole-number ranges the question lists, for ``right=False`` bins.
+
+    "0-17, 18-64 and 65+" → ``[0, 18, 65, inf]``; "under 18, 18 to 64, 65 and over" → ``[-inf, 18, 65, inf]``.
+    """
+    ranges = sorted((int(a), int(b)) for a, b in _RANGE.findall(asked) if int(a) <= int(b))
+    if not ranges or any(ranges[i][1] + 1 != ranges[i + 1][0] for i in range(len(ranges) - 1)):
+        return None  # no range, or not one whole-number partition
     edges: list[float] = [float(ranges[0][0]), *(float(b + 1) for _, b in ranges)]
+    head = [int(m) for m in _OPEN_START.findall(asked)]
+    if head:
+        if head[0] != ranges[0][0]:
+            return None
+        edges.insert(0, float("-inf"))
     tail = [int(m) for m in _OPEN_END.findall(asked)]
     if tail:
         if tail[-1] != ranges[-1][1] + 1:
             return None
         edges.append(float("inf"))
-    return edges
+    return edges if len(edges) >= 3 else None  # two bins at least
 
 
 def fix_bins(code: str, asked: str) -> str:
@@ -308,7 +314,8 @@ def fix_bins(code: str, asked: str) -> str:
     except SyntaxError:
         return code
     at = _offsets(code)
-    written = "[" + ", ".join("float('inf')" if e == float("inf") else str(int(e)) for e in edges) + "]"
+    written = "[" + ", ".join("float('inf')" if e == float("inf") else "-float('inf')" if e == float("-inf")
+                              else str(int(e)) for e in edges) + "]"
     lists = {node.targets[0].id: node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
              and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.List)}
     edited: set[int] = set()

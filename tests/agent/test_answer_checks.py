@@ -291,3 +291,25 @@ def test_a_part_answered_with_a_value_the_question_names_is_compared_too():
               "channel with the lowest average items: app")
     assert not agree(first, second, asked) and not agree(second, first, asked)
     assert agree(first, first.replace("4.42", "4.4241"), asked)
+
+
+@pytest.mark.parametrize(("stdout", "flagged"), [
+    # seen: the label names what was asked, the value is the measure only
+    ("Insurance type with the highest average Total Cost per visit: 9762.58", True),
+    ("Insurance type with the highest average Total Cost per visit: Medicare (9762.58)", False),
+    ("Insurance type with the highest average Total Cost per visit:\nMedicare    9762.58", False),
+    ("store with the highest revenue: 12", False),                      # a numeric id is a name
+])
+def test_a_which_question_needs_a_name_among_the_values(stdout, flagged):
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    asked = "Which insurance type has the highest average visit cost? Visits: /mnt/user-data/uploads/v.xlsx"
+    problem = ProgramAnswerMiddleware().problem({"stdout": stdout, "exit_code": 0}, [], [], asked=asked)
+    assert (problem is not None and "names nothing" in problem[1]) is flagged
+
+
+def test_open_ended_age_bins_follow_the_question():
+    from deerflow_nb.agent.program_misreads import fix_bins
+    asked = "Add age_group: child for Age under 18, adult for 18 to 64, senior for 65 and over; count per group"
+    code = "df['g'] = pd.cut(df['Age'], bins=[0, 18, 65, 120], labels=['child', 'adult', 'senior'])"
+    assert fix_bins(code, asked) == ("df['g'] = pd.cut(df['Age'], bins=[-float('inf'), 18, 65, float('inf')], "
+                                     "labels=['child', 'adult', 'senior'], right=False)")
