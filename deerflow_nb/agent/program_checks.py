@@ -184,14 +184,13 @@ def _ids_hint(code: str, id_column: str, preview: DataPreview | None) -> str:
             "whole program again.")
 
 
-_COUNT = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?![\w.])|(?<![\w.])\d+(?:\.0)?(?![\w.])")
+_COUNT = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?![\w.])|(?<![\w.])\d+(?![\w.])")
 
 
 def _counts_stated(stdout: str, asked: str) -> int:
     """How many counts the output states as values (after a label's ``:`` or ``=``), the question's numbers aside.
 
-    A count is a whole number, or one printed as a float with one zero decimal (``365.0``); ``0.00`` is a
-    rounded value, not a count.
+    A count is a whole number written as one: ``65.0`` (a mean) and ``0.00`` (a rounded value) are not.
     """
     given = {m.group(0).replace(",", "") for m in _COUNT.finditer(re.sub(r"\(\d+\)|\b\d+\)", " ", asked))}
     found = 0

@@ -36,7 +36,10 @@ _WELCH = re.compile(r"\bwelch\b|\bunequal[- ]variances?\b|\bnot assum\w* equal|\
                     re.IGNORECASE)
 #: The question asks for rows without any missing value: dropping on every column is then right.
 _COMPLETE_ROWS = re.compile(r"\bcomplete\b|\bany (?:missing|empty|null|blank)|\bno (?:missing|empty|null|blank)"
-                            r"|\b(?:all|every) (?:fields?|columns?|values?)\b|\bdropna\b|\bfully (?:filled|populated)",
+                            r"|\b(?:all|every) (?:fields?|columns?|values?)\b|\bdropna\b|\bfully (?:filled|populated)"
+                            r"|\bin any (?:column|field)s?\b|\bincomplete\b"
+                            r"|\b(?:drop|remov|delet|exclud|discard|filter\w* out|skip|throw\w* out)\w*\b[^.?!]*"
+                            r"\b(?:rows?|records?|entries|samples)\b[^.?!]*\b(?:missing|empty|null|nan|blank|gaps?)\b",
                             re.IGNORECASE)
 #: The question asks for every copy of a duplicated row, the first one too (``keep=False`` is then right).
 _EVERY_COPY = re.compile(r"\b(?:all|every) (?:the )?(?:copies|copy|occurrences?|rows? involved)|including the first"

@@ -156,6 +156,10 @@ def test_a_whole_table_dropna_goes_when_aggregations_skip_missing_values_themsel
      "m = LinearRegression().fit(df[['distance']], df['arr_delay'])\n",
      "regress arr_delay on distance", "df.dropna(subset=['distance', 'arr_delay'])"),
     (LOAD + "df.dropna(inplace=True)\nprint(len(df))\n", "how many complete rows are there?", "df.dropna(inplace=True)"),
+    # seen: the rows to drop named another way; the program's dropna is what was asked
+    (LOAD + "df = df.dropna()\ndf.to_csv('/mnt/user-data/outputs/c.csv')\n",
+     "Drop every row of f.jsonl that has a missing value in any column and save the rest", "df = df.dropna()"),
+    (LOAD + "df = df.dropna()\n", "remove the rows with empty fields", "df = df.dropna()"),
     (LOAD + "df.dropna(subset=['carrier'], inplace=True)\n", "carriers", "df.dropna(subset=['carrier'], inplace=True)"),
     (LOAD + "df.dropna(\n", "anything", "df.dropna(\n"),  # does not parse: unchanged
 ])
