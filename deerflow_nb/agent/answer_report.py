@@ -36,7 +36,7 @@ def report_note(reports: Sequence[str]) -> str:
 
 def _title(path: str) -> str:
     stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    words = re.sub(r"[_\-.]+", " ", stem).strip()
+    words = re.sub(r"(?:\s\d+)+$", "", re.sub(r"[_\-.]+", " ", stem)).strip()  # a file's running number is no title
     return (words[:1].upper() + words[1:]) if words else "Report"
 
 

@@ -20,7 +20,7 @@ def test_the_answer_becomes_items_under_the_reports_own_title():
               "revenue by region:\n\n```text\nregion\nEast    11.5\nWest     5.0\n```\n\n"
               f"Report saved to {OUT}/products_report_6.md")
     assert report_text(f"{OUT}/products_report_6.md", answer, ["/mnt/user-data/uploads/products.xlsx"]) == (
-        "# Products report 6\n\nData: `/mnt/user-data/uploads/products.xlsx`\n\n"
+        "# Products report\n\nData: `/mnt/user-data/uploads/products.xlsx`\n\n"
         "- median stock: 117.00\n- products: 120\n1. top category: Electronics\n- revenue by region:\n\n"
         "```text\nregion\nEast    11.5\nWest     5.0\n```\n")
 
