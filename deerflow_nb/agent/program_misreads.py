@@ -98,14 +98,7 @@ def fix_ttest_variance(code: str, asked: str) -> str:
         tree = ast.parse(code)
     except SyntaxError:
         return code
-    lines = code.splitlines(keepends=True)
-    offsets = [0]
-    for line in lines:
-        offsets.append(offsets[-1] + len(line))
-
-    def at(lineno: int, col: int) -> int:  # ast columns count UTF-8 bytes
-        return offsets[lineno - 1] + len(lines[lineno - 1].encode()[:col].decode(errors="ignore"))
-
+    at = _offsets(code)
     edits: list[tuple[int, int, str]] = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
@@ -128,9 +121,7 @@ def fix_ttest_variance(code: str, asked: str) -> str:
             if value.end_lineno is None or value.end_col_offset is None:
                 continue
             edits.append((at(value.lineno, value.col_offset), at(value.end_lineno, value.end_col_offset), str(want)))
-    for start, end, text in sorted(edits, reverse=True):
-        code = code[:start] + text + code[end:]
-    return code
+    return _apply(code, edits)
 
 
 def _calls(tree: ast.AST, method: str) -> list[ast.Call]:
@@ -162,8 +153,15 @@ def _whole_frame_dropna(tree: ast.AST, frames: Sequence[str]) -> bool:
     return bool(_whole_frame_dropnas(tree, frames))
 
 
+def _apply(code: str, edits: list[tuple[int, int, str]]) -> str:
+    """``code`` with each ``(start, end, text)`` edit made (they do not overlap), from the last one back."""
+    for start, end, text in sorted(edits, reverse=True):
+        code = code[:start] + text + code[end:]
+    return code
+
+
 def _offsets(code: str) -> Callable[[int, int], int]:
-    """Turns an ast position (line, UTF-8 byte column) into an index of ``code``."""
+    """Turns an ast position (line, UTF-8 byte column: ast counts bytes) into an index of ``code``."""
     lines = code.splitlines(keepends=True)
     offsets = [0]
     for line in lines:
@@ -224,9 +222,7 @@ def keep_needed_rows(code: str, asked: str, columns: Mapping[str, Sequence[str]]
             edits.append((*span, "pass  # missing values are skipped where each value is computed"))
         elif not inplace:
             edits.append((*span, frame))
-    for start, end, text in sorted(edits, reverse=True):
-        code = code[:start] + text + code[end:]
-    return code
+    return _apply(code, edits)
 
 
 #: The question is about the values present in a column, not the rows: ``count()`` (non-missing values) is right.
@@ -266,9 +262,7 @@ def count_rows(code: str, asked: str, gaps: Sequence[str]) -> str:
             continue
         edits.append((at(series.end_lineno, series.end_col_offset), at(call.end_lineno, call.end_col_offset),
                       ".size()" if grouped else ".size"))
-    for start, end, text in sorted(edits, reverse=True):
-        code = code[:start] + text + code[end:]
-    return code
+    return _apply(code, edits)
 
 
 _RANGE = re.compile(r"(?<![\w.])(\d+)\s*(?:-|\u2013|to)\s*(\d+)(?![\w.])")
@@ -345,9 +339,7 @@ def fix_bins(code: str, asked: str) -> str:
         else:
             edits.append((at(right.value.lineno, right.value.col_offset),
                           at(right.value.end_lineno, right.value.end_col_offset), "False"))  # type: ignore[arg-type]
-    for start, end, text in sorted(edits, reverse=True):
-        code = code[:start] + text + code[end:]
-    return code
+    return _apply(code, edits)
 
 
 _LOWEST = re.compile(r"\b(?:bottom|lowest|smallest|least|fewest|worst|cheapest|minimum)\b", re.IGNORECASE)
@@ -425,9 +417,7 @@ def fix_precedence(code: str, frames: Sequence[str] = ("df",)) -> str:
         edits.append((split, split, ")"))
     if len(edits) > 2:  # nested products: leave them to the repair turn
         return code
-    for start_at, end_at, text in sorted(edits, reverse=True):
-        code = code[:start_at] + text + code[end_at:]
-    return code
+    return _apply(code, edits)
 
 
 def _duplicate_misread(tree: ast.AST, asked: str) -> str | None:
