@@ -99,14 +99,14 @@ def output_problem(run: dict[str, Any], requested: Sequence[str], written: Seque
     id_column = _row_numbers_for_ids(stdout, asked, preview)
     if id_column:
         return "unanswered_part", _ids_hint(code, id_column, preview)
-    reports = [p for p in requested if p.lower().endswith(".html")]  # counts may go there
+    pages = [p for p in requested if p.lower().endswith(".html")]  # a program's own HTML page may hold the counts
     asked_counts = len(_HOW_MANY.findall(asked))
-    if asked_counts and not reports and not _WHOLE.search(re.sub(r"\S*/\S*", " ", stdout)):
+    if asked_counts and not pages and not _WHOLE.search(re.sub(r"\S*/\S*", " ", stdout)):
         return "unanswered_part", ("The question asks how many, and the output states no count. Write the "
                                    "whole program again so that it prints every asked value, the count too, "
                                    "each with a label.")
     stated = _counts_stated(stdout, asked)
-    if asked_counts >= 2 and not reports and stated < asked_counts:
+    if asked_counts >= 2 and not pages and stated < asked_counts:
         return "unanswered_part", (f"The question asks how many {asked_counts} times, and the output states "
                                    f"{stated} count{'s' if stated != 1 else ''}. Write the whole program again so "
                                    "that it prints every asked value, each count too, each on its own line with a "

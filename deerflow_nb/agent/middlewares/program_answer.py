@@ -142,8 +142,9 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         main = [run for run, check in entries if not check]
         checks = [run for run, check in entries if check]
         asked = _asked(request)
-        reports = report_paths(requested_outputs(asked))
-        requested = [path for path in requested_outputs(asked) if path not in reports]  # the programs' files
+        outputs = requested_outputs(asked)
+        reports = report_paths(outputs)
+        requested = [path for path in outputs if path not in reports]  # the files the programs must write
         written = [path for run, _ in entries for path in run.get("written", [])]
         cached = context_of(request).extra.get(_PREVIEW_KEY)
         preview = cached if isinstance(cached, DataPreview) else None
@@ -216,8 +217,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
                     "type": "tool_call"}
             return AIMessage(content="", tool_calls=[call], id=f"lc_run--{uuid.uuid4()}",
                              additional_kwargs={_REPORT_FLAG: answer})
-        return AIMessage(content=answer, id=f"lc_run--{uuid.uuid4()}",
-                         additional_kwargs={"deerflow_answer": PROGRAM_ANSWER})
+        return _final(answer)
 
     # -- the request ---------------------------------------------------------------------------------
 
@@ -415,12 +415,16 @@ def _same_tables(first: dict[str, Any], second: dict[str, Any]) -> bool:
     return all(a[path] == b[path] for path in a.keys() & b.keys())
 
 
+def _final(text: str) -> AIMessage:
+    """The run's final message: an answer computed by programs (the answer checks know it by its mark)."""
+    return AIMessage(content=text, id=f"lc_run--{uuid.uuid4()}", additional_kwargs={"deerflow_answer": PROGRAM_ANSWER})
+
+
 def _reported(result: ToolMessage, answer: str, run_id: str | None) -> tuple[str, Any]:
     """The step after the reports were written: the answer, or an honest failure when writing them failed."""
     run = result.additional_kwargs.get(PROGRAM_KEY) or {}
     if run.get("exit_code") in (0, None) and result.status != "error":
-        return "answer", AIMessage(content=answer, id=f"lc_run--{uuid.uuid4()}",
-                                   additional_kwargs={"deerflow_answer": PROGRAM_ANSWER})
+        return "answer", _final(answer)
     detail = (str(run.get("stderr") or result.text).strip().splitlines() or [""])[-1][:200]
     cause = f"could not write the report: {detail}"
     return "fail", AnswerError(cause, run_id=run_id, stop_reason="undelivered_outputs", cause=cause)
