@@ -14,13 +14,13 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from deerflow_nb.agent.program_misreads import error_hint, misread_hint
+from deerflow_nb.agent.program_misreads import error_hint, misaligned_rows, misread_hint
 from deerflow_nb.tools.data_preview import DataPreview
 
 __all__ = ["misread", "output_problem"]
 
 _MAX_LINES = 60
-_NAN = re.compile(r"(?<![\w.])(?:nan|NaN|NaT|<NA>)(?![\w.])")
+_NAN = re.compile(r"(?<![\w.])(?:nan|NaN|NaT|<NA>)(?:[kKMB%]|bn)?(?![\w.])")  # "nank": a missing value in thousands
 #: A question about one year ("which month of 2023", "in 2022"): its program must use that year.
 _YEAR_ASKED = re.compile(r"\b(?:of|in|during|for|from)\s+(?:the\s+(?:year\s+)?|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|"
                          r"oct|nov|dec)[a-z]*\.?\s+)?((?:19|20)\d\d)\b(?!\s*(?:-|to|and|vs)\b)", re.IGNORECASE)
@@ -114,6 +114,8 @@ def output_problem(run: dict[str, Any], requested: Sequence[str], written: Seque
     if _NAN.search(stdout):
         if assigned := _GROUP_INTO_COLUMN.search(code):
             return "unanswered_part", _group_hint(assigned) + "Write the whole corrected program."
+        if misaligned := misaligned_rows(code, list(preview.variables.values()) if preview else ["df"]):
+            return "unanswered_part", misaligned
         return "unanswered_part", ("The output contains nan (a missing value). Check the column names and the "
                                    "filter values against the data description, drop missing values where "
                                    "needed, and write the whole corrected program.")

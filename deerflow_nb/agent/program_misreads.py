@@ -16,7 +16,8 @@ made the same mistake. These are found in the program instead, from the question
   dropped when the question did not ask for complete rows; duplicates counted with ``keep=False`` (every
   copy) or on a subset of the columns when the question asks for exact duplicates of an earlier row;
   a value the question names (``"treatment"``, ``"JFK"``) that the program never uses; the wrong end of
-  an ascending sort for the lowest or the highest.
+  an ascending sort for the lowest or the highest; columns of two row selections (two years, two files)
+  combined row by row (:func:`misaligned_rows`).
 
 The hints are advice: the middleware gives one such hint per question, so a false alarm costs one
 program, never the answer.
@@ -29,7 +30,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 
 __all__ = ["count_rows", "error_hint", "fix_bins", "fix_precedence", "fix_ttest_variance", "keep_needed_rows",
-           "misread_hint"]
+           "misaligned_rows", "misread_hint"]
 
 _POOLED = re.compile(r"\bpooled\b|\bstudent'?s?\b|\bequal[- ]variances?\b|\bassum\w* equal var", re.IGNORECASE)
 _WELCH = re.compile(r"\bwelch\b|\bunequal[- ]variances?\b|\bnot assum\w* equal|\bwithout assum\w* equal",
@@ -451,6 +452,103 @@ def _unused_value(code: str, stdout: str, asked: str, values: Mapping[str, str])
     return None
 
 
+_MASKS = (ast.Compare, ast.BoolOp)
+
+
+def _is_mask(node: ast.AST) -> bool:
+    """Whether ``node`` selects rows: a comparison, ``&``/``|`` of them, ``~``, or ``.isin(...)``/``.between(...)``."""
+    if isinstance(node, _MASKS):
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.BitAnd, ast.BitOr)):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+        return True
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+        "isin", "between", "contains", "startswith", "notna", "isna")
+
+
+def _row_frames(tree: ast.AST, frames: Sequence[str]) -> set[str]:
+    """Names holding rows of a file: the loaded frames, what ``read_*`` returns, and row selections of either."""
+    rows = set(frames)
+    for node in ast.walk(tree):  # in source order for simple programs: one pass per statement is enough
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        value = node.value
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in (
+                "copy", "reset_index", "dropna"):
+            value = value.func.value
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+                and value.func.attr.startswith("read_"):
+            rows.add(node.targets[0].id)
+        elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "query" \
+                and isinstance(value.func.value, ast.Name) and value.func.value.id in rows:
+            rows.add(node.targets[0].id)
+        elif isinstance(value, ast.Subscript) and _is_mask(value.slice):
+            base = value.value
+            if isinstance(base, ast.Attribute) and base.attr == "loc":
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in rows:
+                rows.add(node.targets[0].id)
+    return rows
+
+
+def _row_column(node: ast.AST, rows: set[str]) -> str | None:
+    """The frame of ``node`` when it is a column of a row frame (``d['x']``, ``d.x``)."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.value, ast.Name) \
+            and node.value.id in rows:
+        return node.value.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in rows \
+            and node.attr not in ("loc", "iloc", "index", "columns", "shape", "values"):
+        return node.value.id
+    return None
+
+
+def misaligned_rows(code: str, frames: Sequence[str] = ("df",)) -> str | None:
+    """A hint when ``code`` combines two row selections row by row (:func:`_misaligned_rows`), else ``None``."""
+    try:
+        return _misaligned_rows(ast.parse(code), frames)
+    except SyntaxError:
+        return None
+
+
+def _misaligned_rows(tree: ast.AST, frames: Sequence[str]) -> str | None:
+    """Columns of two different row selections (or files) combined row by row, which pandas matches by row index.
+
+    Measured: asked for a year-over-year change, the embedded model wrote ``d2023['x'] - d2022['x']`` (the rows
+    of two years never share an index: all missing) or ``df['x_2022'] = df[df.year == 2022]['x']`` (missing
+    outside 2022), then averaged the result. A per-group result (``groupby``) is aligned by its groups and is
+    not flagged.
+    """
+    rows = _row_frames(tree, frames)
+    for node in ast.walk(tree):
+        pair: tuple[ast.AST, ast.AST] | None = None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Sub, ast.Div, ast.Add)):
+            pair = (node.left, node.right)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args \
+                and node.func.attr in ("sub", "subtract", "div", "divide", "truediv", "add"):
+            pair = (node.func.value, node.args[0])
+        elif isinstance(node, ast.Compare) and len(node.comparators) == 1:
+            pair = (node.left, node.comparators[0])
+        if pair is not None:
+            left, right = (_row_column(side, rows) for side in pair)
+            if left and right and left != right:
+                return (f"{ast.unparse(node)} combines the rows of {left} and {right} one by one, matched by row "
+                        "index: the rows of two selections or files do not line up, so the result is missing or "
+                        f"wrong. Aggregate each side first (for example {ast.unparse(pair[0])}.sum() - "
+                        f"{ast.unparse(pair[1])}.sum(), or per group with .groupby(key)[column].sum() on each) "
+                        "and write the whole program again.")
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript) \
+                and isinstance(node.targets[0].value, ast.Name) and node.targets[0].value.id in rows:
+            value = node.value
+            source = value.value if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant) \
+                else None
+            if isinstance(source, ast.Subscript) and _is_mask(source.slice):
+                return (f"{ast.unparse(node)} fills the column only on the selected rows (the others are missing). "
+                        "Keep each selection's result in its own variable (for example total_a = "
+                        f"{ast.unparse(value)}.sum()), combine those and write the whole program again.")
+    return None
+
+
 def misread_hint(code: str, stdout: str, asked: str, frames: Sequence[str] = ("df",),
                  values: Mapping[str, str] | None = None) -> str | None:
     """A hint naming a misreading of ``asked`` that ``code`` shows, or ``None`` (see the module docstring).
@@ -466,6 +564,9 @@ def misread_hint(code: str, stdout: str, asked: str, frames: Sequence[str] = ("d
         return ("The program drops every row that has a missing value in any column (.dropna() on the whole "
                 "table), which also drops rows the question needs. Drop missing values only in the columns you "
                 "use (df['x'].dropna(), or df.dropna(subset=['x', 'y'])) and write the whole program again.")
+    misaligned = _misaligned_rows(tree, frames)
+    if misaligned:
+        return misaligned
     duplicates = _duplicate_misread(tree, asked)
     if duplicates:
         return duplicates

@@ -258,6 +258,17 @@ def test_a_per_group_result_put_into_a_column_gets_a_hint():
     assert "per_group" not in ProgramAnswerMiddleware().problem(fine, [], [], asked="Which region?")[1]
 
 
+def test_a_missing_value_from_two_row_selections_gets_the_alignment_hint():
+    # seen on the embedded model: a year-over-year change printed as "nan%" three times over
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    code = ("a = df[df['year'] == 2022]\nb = df[df['year'] == 2023]\nchange = b['revenue'] - a['revenue']\n"
+            "print(f\"change: {change.mean() / 1000:.1f}k\")\n")
+    printed_nan = {"stdout": "change: nank", "exit_code": 0, "code": code}
+    problem = ProgramAnswerMiddleware().problem(printed_nan, [], [], asked="YoY change in revenue 2022 -> 2023?")
+    assert problem is not None and problem[0] == "unanswered_part"
+    assert "b['revenue'] - a['revenue']" in problem[1] and ".sum()" in problem[1]
+
+
 def test_a_failed_programs_hint_reminds_of_the_file_it_forgot():
     from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
     report = "/mnt/user-data/outputs/sales_report.md"

@@ -10,6 +10,7 @@ from deerflow_nb.agent.program_misreads import (
     fix_precedence,
     fix_ttest_variance,
     keep_needed_rows,
+    misaligned_rows,
     misread_hint,
 )
 
@@ -256,3 +257,44 @@ def test_the_fixed_product_computes_the_revenue():
     scope = {"df": frame}
     exec(fix_precedence("rev = df['quantity'] * df['unit_price'].groupby(df['product']).sum()\n", ["df"]), scope)
     assert scope["rev"].to_dict() == {"a": 100.0, "b": 40.0}
+
+
+YEARS = ("import pandas as pd\ndf = pd.read_csv('/mnt/user-data/uploads/sales.csv', parse_dates=['d'])\n"
+         "a = df[df['d'].dt.year == 2022]\nb = df[df['d'].dt.year == 2023]\n")
+
+
+@pytest.mark.parametrize(("code", "needle"), [
+    (YEARS + "print((b['x'] - a['x']).mean())\n", "b['x'] - a['x']"),
+    (YEARS + "print((b.x / a.x).mean())\n", "b.x / a.x"),
+    ("import pandas as pd\nold = pd.read_csv('/mnt/user-data/uploads/a.csv')\n"
+     "new = pd.read_csv('/mnt/user-data/uploads/b.csv')\nprint(new['u'].sub(old['u'], fill_value=0).max())\n",
+     "new['u'].sub(old['u'], fill_value=0)"),
+    ("import pandas as pd\nold = pd.read_csv('a.csv')\nnew = pd.read_csv('b.csv')\n"
+     "print(new[new['u'] > old['u']]['item'])\n", "new['u'] > old['u']"),
+    ("import pandas as pd\ndf = pd.read_csv('a.csv')\ndf['x_2022'] = df[df['year'] == 2022]['x']\n"
+     "print(df['x_2022'].mean())\n", "fills the column only on the selected rows"),
+])
+def test_two_row_selections_combined_row_by_row_get_a_hint(code, needle):
+    hint = misaligned_rows(code)
+    assert hint is not None and needle in hint
+    assert misread_hint(code, "", "the change from 2022 to 2023") == hint
+
+
+@pytest.mark.parametrize("code", [
+    YEARS + "print(b['x'].sum() - a['x'].sum())\n",
+    YEARS + "g1 = a.groupby('k')['x'].sum()\ng2 = b.groupby('k')['x'].sum()\nprint((g2 - g1).idxmax())\n",
+    "import pandas as pd\ndf = pd.read_csv('a.csv')\nprint((df['x'] - df['y']).mean())\n",
+    "import pandas as pd\ndf = pd.read_csv('a.csv')\nhigh = df[df['x'] > 3]\nprint(high['x'] / high['y'])\n",
+    "import pandas as pd\ndf = pd.read_csv('a.csv')\ndf['r'] = df['x'] / df['x'].sum()\nprint(df)\n",
+])
+def test_aligned_arithmetic_is_left_alone(code):
+    assert misaligned_rows(code) is None
+
+
+def test_the_misaligned_difference_really_is_missing():
+    """The premise of the hint: pandas aligns two selections by row index, so their difference is all missing."""
+    import pandas as pd
+    df = pd.DataFrame({"year": [2022, 2022, 2023, 2023], "x": [1.0, 2.0, 3.0, 5.0]})
+    a, b = df[df["year"] == 2022], df[df["year"] == 2023]
+    assert (b["x"] - a["x"]).isna().all()
+    assert b["x"].sum() - a["x"].sum() == 5.0
