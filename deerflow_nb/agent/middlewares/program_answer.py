@@ -46,7 +46,14 @@ from deerflow_nb.agent.program_misreads import (
     fix_ttest_variance,
     keep_needed_rows,
 )
-from deerflow_nb.agent.program_questions import CLARIFICATION_TOOL, file_choice, is_answer, turn_question, with_data
+from deerflow_nb.agent.program_questions import (
+    CLARIFICATION_TOOL,
+    file_choice,
+    is_answer,
+    turn_question,
+    with_data,
+    years_note,
+)
 from deerflow_nb.context import SAMPLING_SEED_KEY
 from deerflow_nb.errors import AnswerError
 from deerflow_nb.tools.data_join import with_join
@@ -286,7 +293,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             after = []
         reports = report_paths(requested_outputs(asked))
         if human is not None and (preview or reports):
-            note = report_note(reports) if reports else ""
+            note = " ".join(filter(None, (years_note(asked, preview), report_note(reports) if reports else "")))
             messages = [with_data(m, preview, asked, note) if m is human else m for m in messages]
         if hint:
             messages.append(_hint(hint))
