@@ -86,12 +86,9 @@ def output_problem(run: dict[str, Any], requested: Sequence[str], written: Seque
     if len(lines) > _MAX_LINES:
         return "unanswered_part", (f"The program printed {len(lines)} lines. Write it again so that it prints "
                                    "only the values the question asks for, each with a label.")
-    year = _YEAR_ASKED.search(asked)
-    if code and year and year.group(1) not in code and year.group(1) not in stdout:
-        return "unanswered_part", (f"The question is about {year.group(1)}, and the program does not use "
-                                   f"{year.group(1)}. Keep only the rows of {year.group(1)} (e.g. "
-                                   f"df[df['date_column'].dt.year == {year.group(1)}]) and write the whole "
-                                   "program again.")
+    period = _period_problem(code, stdout, asked, preview)
+    if period:
+        return "unanswered_part", period
     words = re.search(r"[^\W\d_]", re.sub(r"\S*/\S*|\be\b", " ", stdout))  # letters, paths aside
     if _WHICH.search(asked) and not _UNIT_OF_TIME.search(asked) and (not words or _only_measures(stdout)):
         return "unanswered_part", ("The question asks which one, and the output names nothing (only numbers). "
@@ -120,6 +117,48 @@ def output_problem(run: dict[str, Any], requested: Sequence[str], written: Seque
                                    "filter values against the data description, drop missing values where "
                                    "needed, and write the whole corrected program.")
     return None
+
+
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december")
+#: A month the question names as a period ("in March 2023", "during March", "March's orders"), not "may" the verb.
+_MONTH_ASKED = re.compile(r"\b(?:in|during|for|of|from)\s+(January|February|March|April|May|June|July|August|"
+                          r"September|October|November|December)\b|\b(January|February|March|April|June|July|August|"
+                          r"September|October|November|December)\s+(?:19|20)\d\d\b", re.IGNORECASE)
+
+
+def _month_used(code: str, month: int) -> bool:
+    """Whether ``code`` selects month ``month``: by its number, its name, or a date string of that month."""
+    low = code.lower()
+    name = _MONTHS[month - 1]
+    return (bool(re.search(rf"month\w*\s*(?:==|\.eq\(|\bin\b|\.isin\()\s*\[?\s*0?{month}\b", low))
+            or name in low or f"'{name[:3]}" in low or f'"{name[:3]}' in low
+            or bool(re.search(rf"\d{{4}}-0?{month}\b|\d{{4}}-{month:02d}-\d\d", low)))
+
+
+def _period_problem(code: str, stdout: str, asked: str, preview: DataPreview | None) -> str | None:
+    """A hint when the question is about one year or month and the program does not select it."""
+    if not code:
+        return None
+    year = _YEAR_ASKED.search(asked)
+    month_match = _MONTH_ASKED.search(asked)
+    named = {m.lower() for m in re.findall(r"\b(?:January|February|March|April|June|July|August|September|October|"
+                                           r"November|December)\b", asked, re.IGNORECASE)}
+    month = _MONTHS.index((month_match.group(1) or month_match.group(2)).lower()) + 1 \
+        if month_match and len(named) <= 1 else None  # a range of months ("January to March") is left alone
+    year_missing = year is not None and year.group(1) not in code and year.group(1) not in stdout
+    month_missing = month is not None and not _month_used(code, month)
+    if not (year_missing or month_missing):
+        return None
+    frame = next(iter(preview.columns), "df") if preview and preview.columns else "df"
+    dates = preview.dates.get(frame, []) if preview else []
+    column = repr(dates[0]) if dates else "'date_column'"
+    conditions = ([f"({frame}[{column}].dt.year == {year.group(1)})"] if year else []) + \
+                 ([f"({frame}[{column}].dt.month == {month})"] if month else [])
+    asked_for = " ".join(([_MONTHS[month - 1].capitalize()] if month else []) + ([year.group(1)] if year else []))
+    return (f"The question is about {asked_for}, and the program does not select it. Keep only those rows (e.g. "
+            f"{frame}[{' & '.join(conditions)}]), with every other condition of the question, and write the whole "
+            "program again.")
 
 
 _KEY_ERROR = re.compile(r"^KeyError: (['\"])(?P<name>.+)\1\s*$", re.MULTILINE)

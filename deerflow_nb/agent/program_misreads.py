@@ -391,7 +391,8 @@ def fix_precedence(code: str, frames: Sequence[str] = ("df",)) -> str:
     Measured: asked for revenue (quantity times unit price), the embedded model wrote
     ``df['quantity'] * df['unit_price'].groupby(df['product']).sum()``, which aggregates the price alone and
     multiplies each row by the result. When both sides of ``*`` are two columns of one loaded frame and the
-    right one starts a chain that aggregates, the product is put in parentheses (a division is left alone:
+    right one starts a chain that aggregates (a loaded frame, or a row selection of one:
+    ``march['q'] * march['p'].sum()``), the product is put in parentheses (a division is left alone:
     ``df.x / df.x.sum()`` is a share). Unchanged otherwise, and when the program does not parse.
     """
     if "*" not in code and "/" not in code:
@@ -401,6 +402,7 @@ def fix_precedence(code: str, frames: Sequence[str] = ("df",)) -> str:
     except SyntaxError:
         return code
     at = _offsets(code)
+    frames = sorted(_row_frames(tree, frames))  # the loaded frames and their row selections (march = df[...])
     edits: list[tuple[int, int, str]] = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult)):

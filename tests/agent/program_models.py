@@ -60,6 +60,10 @@ def _decide(messages: list[Any]) -> Any:
             return _program(dated + f"{note.group(1)}\nprint('change in units:', {note.group(2)})\n")
         return _program(dated + "a = df[df.day.dt.year == 2022]\nb = df[df.day.dt.year == 2023]\n"
                         "print('change in units:', (b.units - a.units).sum())\n")
+    if "total=<value>" in question:  # the first program ignores the template; the checks fill it in
+        return _program(load + "from pathlib import Path\np = Path('/mnt/user-data/workspace/t.txt')\n"
+                        "n = int(p.read_text()) + 1 if p.exists() else 1\np.write_text(str(n))\n"
+                        "print('total units:' if n == 1 else 'total=', df.units.sum())\n")
     if "broken program" in question:
         return _program("print(undefined_name)\n")
     if "invent a number" in question:

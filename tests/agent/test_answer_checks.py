@@ -325,3 +325,33 @@ def test_open_ended_age_bins_follow_the_question():
     code = "df['g'] = pd.cut(df['Age'], bins=[0, 18, 65, 120], labels=['child', 'adult', 'senior'])"
     assert fix_bins(code, asked) == ("df['g'] = pd.cut(df['Age'], bins=[-float('inf'), 18, 65, float('inf')], "
                                      "labels=['child', 'adult', 'senior'], right=False)")
+
+
+MARCH = "How many orders were placed in March 2023, and their total revenue?"
+
+
+@pytest.mark.parametrize(("code", "flagged"), [
+    ("m = df[df['day'].dt.month == 3]\nprint('orders:', len(m))", True),  # every March, not March 2023
+    ("m = df[df['day'].dt.year == 2023]\nprint('orders:', len(m))", True),  # the whole year
+    ("m = df[(df['day'].dt.year == 2023) & (df['day'].dt.month == 3)]\nprint('orders:', len(m))", False),
+    ("m = df[df['day'].between('2023-03-01', '2023-03-31')]\nprint('orders:', len(m))", False),
+    ("m = df[df['day'].dt.strftime('%Y-%m') == '2023-03']\nprint('orders:', len(m))", False),
+])
+def test_a_question_about_one_month_needs_a_program_that_selects_it(code, flagged):
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    from deerflow_nb.tools.data_preview import DataPreview
+    preview = DataPreview("…", "", {"/mnt/user-data/uploads/o.csv": "df"}, {"df": ["day", "units"]},
+                          dates={"df": ["day"]})
+    run = {"stdout": "orders: 12", "exit_code": 0, "code": code}
+    problem = ProgramAnswerMiddleware().problem(run, [], [], preview, MARCH)
+    assert (problem is not None) is flagged
+    if flagged:  # the hint names the data's own date column and both conditions
+        assert "df[(df['day'].dt.year == 2023) & (df['day'].dt.month == 3)]" in problem[1]
+
+
+@pytest.mark.parametrize("asked", ["You may use any method: how many orders?", "Orders from January to March?",
+                                   "How many orders?"])
+def test_no_month_no_month_check(asked):
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    run = {"stdout": "orders: 12", "exit_code": 0, "code": "print('orders:', len(df))"}
+    assert ProgramAnswerMiddleware().problem(run, [], [], None, asked) is None

@@ -246,6 +246,9 @@ def test_the_wrong_end_of_a_ranking_gets_a_hint(code, asked, needle):
     ("x = df.a / df.b.sum()\n", None),              # a division may be a share
     ("x = df.a * df.a.mean()\n", None),             # one column
     ("x = df.a * other['b'].sum()\n", None),        # not a loaded frame
+    ("march = df[df['d'].dt.month == 3]\nr = march['quantity'] * march['unit_price'].sum()\n",  # a row selection
+     "march = df[df['d'].dt.month == 3]\nr = (march['quantity'] * march['unit_price']).sum()\n"),
+    ("per = df.groupby('g').sum()\nr = per['a'] * per['b'].sum()\n", None),  # per-group results: not rows
 ])
 def test_a_product_of_two_columns_is_aggregated_whole(code, fixed):
     assert fix_precedence(code, ["df"]) == (fixed or code)

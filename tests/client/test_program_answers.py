@@ -219,6 +219,11 @@ def test_a_change_between_two_years_is_computed_from_yearly_totals(agent, tmp_pa
     assert answer == "change in units: 4"  # 14 - 10: the program ran the note the question was given
 
 
+def test_of_two_agreeing_outputs_the_one_in_the_asked_template_is_the_answer(agent, sales):
+    thread = _thread(agent, sales)
+    assert thread.chat(f"Total units in {UP}/sales.csv? Answer in the form `total=<value>`.") == "total= 9"
+
+
 @pytest.mark.parametrize(("question", "reason"), [
     ("invent a number", "ungrounded_answer"),
     ("tool call as text", "raw_tool_call"),

@@ -186,8 +186,10 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             return agree(stdout[i], stdout[j], asked) and _same_tables(runs[i], runs[j]) and parts[i] >= parts[j]
 
         for i, j in ((0, k) for k in range(1, len(stdout))):
-            if same(i, j):
-                return "answer", self._answer(answer, asked, reports)
+            if same(i, j):  # the same values: the one written in the asked template, if only the check is
+                chosen = runs[j] if _fits_template(stdout[j], asked) and not _fits_template(stdout[i], asked) \
+                    else answer
+                return "answer", self._answer(chosen, asked, reports)
         if len(usable) >= 2:  # two checks outvote the first answer
             for i, j in ((1, 2), (2, 1)):
                 if same(i, j):
@@ -435,6 +437,16 @@ def _reported(result: ToolMessage, answer: str, run_id: str | None) -> tuple[str
     detail = (str(run.get("stderr") or result.text).strip().splitlines() or [""])[-1][:200]
     cause = f"could not write the report: {detail}"
     return "fail", AnswerError(cause, run_id=run_id, stop_reason="undelivered_outputs", cause=cause)
+
+
+_TEMPLATE = re.compile(r"(?<!\w)([A-Za-z_]\w{0,30})\s*=\s*<[^<>\n]{1,40}>")
+
+
+def _fits_template(stdout: str, asked: str) -> bool:
+    """Whether ``stdout`` states a value in each ``key=<value>`` template the question gives (none: ``False``)."""
+    keys = [m.group(1).strip() for m in _TEMPLATE.finditer(asked)]
+    return bool(keys) and all(re.search(rf"(?<!\w){re.escape(key)}\s*=\s*<?-?\d", stdout, re.IGNORECASE)
+                              for key in keys)
 
 
 def _one_line(text: str, limit: int = 120) -> str:
