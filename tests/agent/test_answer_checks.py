@@ -355,3 +355,36 @@ def test_no_month_no_month_check(asked):
     from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
     run = {"stdout": "orders: 12", "exit_code": 0, "code": "print('orders:', len(df))"}
     assert ProgramAnswerMiddleware().problem(run, [], [], None, asked) is None
+
+
+HOSPITAL = ("How many visits are outliers in `Total Cost` by the IQR rule (1.5 IQR beyond the quartiles)? Also give "
+            "the upper fence (Q3 + 1.5*IQR) as a whole number.")
+
+
+@pytest.mark.parametrize(("stdout", "asked", "expected"), [
+    # the part asked as a whole number is rounded on its own line; the label's 1.5 and the count are left alone
+    ("outliers in Total Cost: 86\nUpper fence (Q3 + 1.5*IQR): 20827.6525", HOSPITAL,
+     "outliers in Total Cost: 86  \nUpper fence (Q3 + 1.5*IQR): 20828"),
+    # one part with two decimals: its line only; another part's value keeps the program's decimals
+    ("share missing city: 4.5%\nduplicates: 22\nshare basic: 32.6454%",
+     "(1) what share of rows are missing `city` (as a percentage with 2 decimals)? (2) how many duplicates? "
+     "(3) what share has plan basic?", "share missing city: 4.50%  \nduplicates: 22  \nshare basic: 32.6454%"),
+    # a precision for the whole question: every value, as before
+    ("ratio: 1.3671968478622183\nrows: 320", "What is the ratio? Round to 3 decimal places.",
+     "ratio: 1.367  \nrows: 320"),
+    # a template's value, half up as written
+    ("median=9.445", "Answer in the form `median=<value>`, rounded to 2 decimals.", "median=9.45"),
+    # a table answers the part: every value padded, as before
+    ("mean tip by day:\nFri    2.7\nSat    2.9931", "mean tip by day, rounded to 2 decimals?",
+     "mean tip by day:\n\n```text\nFri    2.70\nSat    2.9931\n```"),
+])
+def test_each_part_gets_the_precision_it_asks_for(stdout, asked, expected):
+    from deerflow_nb.agent.answer_format import format_answer
+    assert format_answer(stdout, asked) == expected
+
+
+def test_part_precisions_are_read_per_part():
+    from deerflow_nb.agent.answer_format import part_places
+    assert part_places(HOSPITAL) == [(frozenset({"upper", "fence", "q3", "iqr"}), 0)]
+    assert part_places("Give the mean. Round to two decimals.") == [(frozenset(), 2)]
+    assert part_places("How many rows does /data/2_decimals/x.csv have?") == []

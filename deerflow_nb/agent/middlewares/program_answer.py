@@ -13,7 +13,7 @@ retelling of it. So, for each question:
    ``nan`` or does not write a file the user asked for, the model gets the reason and writes it
    again, up to ``max_programs`` programs in all; then the run ends with :class:`~deerflow_nb.errors.AnswerError`.
 4. A program that ran well *is* the answer: its output, formatted
-   (:func:`~deerflow_nb.agent.answer_format.format_output`), becomes the final message without
+   (:func:`~deerflow_nb.agent.answer_format.format_answer`), becomes the final message without
    another model call, so every number in it comes from executed code.
 
 A message that is only small talk ("thanks!") and names no data gets a plain reply; the answer
@@ -33,7 +33,7 @@ from langchain.agents.middleware.types import ModelCallResult
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from deerflow_nb.agent.answer_agreement import agree, answer_parts
-from deerflow_nb.agent.answer_format import format_output
+from deerflow_nb.agent.answer_format import format_answer
 from deerflow_nb.agent.answer_report import report_note, report_paths, report_program, report_text
 from deerflow_nb.agent.middlewares._base import context_of, last_ai
 from deerflow_nb.agent.middlewares.answer_check import PROGRAM_ANSWER
@@ -75,11 +75,6 @@ _PREVIEW_KEY = "deerflow.data_preview"
 _REQUESTED = re.compile(re.escape(OUTPUTS_DIR) + r"/[\w.\-/]+\.[A-Za-z0-9]{1,5}\b")
 _SMALL_TALK = re.compile(r"^\W*(?:hi|hello|hey|thanks|thank you|thx|ok|okay|great|cool|nice|bye|good (?:morning|"
                          r"afternoon|evening)|who are you|what can you do)\b", re.IGNORECASE)
-_PRECISION = re.compile(r"\b(?:decimals?|decimal places|significant|digits|precision)\b", re.IGNORECASE)
-# "round to 2 decimals", "with 1 decimal place", "2 d.p."
-_PLACES = re.compile(r"\b([1-6]|one|two|three|four|five|six)\s*(?:decimals?|decimal places?|d\.p\.|dp)\b",
-                     re.IGNORECASE)
-_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 
 
 def is_internal(message: BaseMessage) -> bool:
@@ -214,9 +209,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         With ``reports`` asked for, a call writing them from that answer (:mod:`~deerflow_nb.agent.answer_report`)
         comes first; the answer follows once they are written.
         """
-        places = _PLACES.search(asked)
-        text = format_output(str(run.get("stdout") or ""), shorten=not _PRECISION.search(asked),
-                             decimals=_places(places.group(1)) if places else None)
+        text = format_answer(str(run.get("stdout") or ""), asked)
         written = [p for p in [*run.get("written", []), *reports] if p not in text]
         answer = (text + "\n\n" if text else "") + "Saved: " + ", ".join(f"`{p}`" for p in written) if written else text
         if reports:
@@ -396,10 +389,6 @@ class ProgramAnswerMiddleware(AgentMiddleware):
 def _asked(request: ModelRequest) -> str:
     human, _ = user_turn(request.messages)
     return turn_question(request, human) if human is not None else ""
-
-
-def _places(word: str) -> int:
-    return _WORDS.get(word.lower()) or int(word)
 
 
 _CHECK_FLAG = "deerflow_check"
