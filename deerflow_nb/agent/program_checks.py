@@ -97,6 +97,10 @@ def output_problem(run: dict[str, Any], requested: Sequence[str], written: Seque
     if id_column:
         return "unanswered_part", _ids_hint(code, id_column, preview)
     pages = [p for p in requested if p.lower().endswith(".html")]  # a program's own HTML page may hold the counts
+    if not pages and _WHICH.search(asked) and _NAME_AND_VALUE.search(asked) and not _states_value(stdout, asked):
+        return "unanswered_part", ("The question asks which one and its value, and the output states no value. "
+                                   "Print the name and its value, each with a label, and write the whole program "
+                                   "again.")
     asked_counts = len(_HOW_MANY.findall(asked))
     if asked_counts and not pages and not _WHOLE.search(re.sub(r"\S*/\S*", " ", stdout)):
         return "unanswered_part", ("The question asks how many, and the output states no count. Write the "
@@ -159,6 +163,22 @@ def _period_problem(code: str, stdout: str, asked: str, preview: DataPreview | N
     return (f"The question is about {asked_for}, and the program does not select it. Keep only those rows (e.g. "
             f"{frame}[{' & '.join(conditions)}]), with every other condition of the question, and write the whole "
             "program again.")
+
+
+#: A which-question that also asks for the value ("and what is that average?", "(with the value)").
+_NAME_AND_VALUE = re.compile(r"\b(?:and|with|plus)\s+(?:what\s+(?:is|was|are)\s+|give\s+|state\s+)?"
+                             r"(?:its|that|the|their|this)\s+(?:value|average|mean|total|amount|count|number|share|rate|percentage|median|"
+                             r"sum|score|figure)\b|\band how (?:much|many)\b", re.IGNORECASE)
+
+
+def _states_value(stdout: str, asked: str) -> bool:
+    """Whether the output states a number the question does not (a count, a measure), labels and paths aside."""
+    given = set(re.findall(r"\d+(?:\.\d+)?", re.sub(r"\S*/\S*", " ", asked)))
+    for line in stdout.splitlines():
+        value = re.split(r"[:=]", line, maxsplit=1)[-1] if re.search(r"[:=]", line) else line
+        if any(n not in given for n in re.findall(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?", re.sub(r"\S*/\S*", " ", value))):
+            return True
+    return False
 
 
 _KEY_ERROR = re.compile(r"^KeyError: (['\"])(?P<name>.+)\1\s*$", re.MULTILINE)

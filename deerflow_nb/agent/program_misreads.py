@@ -9,6 +9,8 @@ made the same mistake. These are found in the program instead, from the question
   before the program runs;
 - :func:`keep_needed_rows` limits a whole table's ``dropna()`` to the columns the program uses, when the
   question did not ask for complete rows (mechanical too);
+- :func:`keep_missing` removes a constant ``fillna`` (``df['x'] = df['x'].fillna(0)``) the question did
+  not ask for (mechanical);
 - :func:`count_rows` counts rows, not a gappy column's values, for a question about rows (mechanical);
 - :func:`fix_bins` makes ``pd.cut`` bin whole numbers as the question lists their ranges (mechanical);
 - :func:`fix_precedence` aggregates a product of two columns whole, not its right side alone (mechanical);
@@ -29,8 +31,8 @@ import ast
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-__all__ = ["count_rows", "error_hint", "fix_bins", "fix_precedence", "fix_ttest_variance", "keep_needed_rows",
-           "misaligned_rows", "misread_hint"]
+__all__ = ["count_rows", "error_hint", "fix_bins", "fix_precedence", "fix_ttest_variance", "keep_missing",
+           "keep_needed_rows", "misaligned_rows", "misread_hint"]
 
 _POOLED = re.compile(r"\bpooled\b|\bstudent'?s?\b|\bequal[- ]variances?\b|\bassum\w* equal var", re.IGNORECASE)
 _WELCH = re.compile(r"\bwelch\b|\bunequal[- ]variances?\b|\bnot assum\w* equal|\bwithout assum\w* equal",
@@ -223,6 +225,50 @@ def keep_needed_rows(code: str, asked: str, columns: Mapping[str, Sequence[str]]
             edits.append((*span, "pass  # missing values are skipped where each value is computed"))
         elif not inplace:
             edits.append((*span, frame))
+    return _apply(code, edits)
+
+
+#: The question says what a missing value counts as (then a program's ``fillna`` is what it asks for).
+_FILL_ASKED = re.compile(r"\bfill\w*|\bimput\w*|\breplac\w*|\bzeros?\b|\bas 0\b|\bcount\w* as\b|\btreat\w*",
+                         re.IGNORECASE)
+
+
+def keep_missing(code: str, asked: str, frames: Sequence[str] = ("df",)) -> str:
+    """``code`` without statements that fill a loaded table's missing values with a constant.
+
+    Measured: the embedded model often starts with ``df['x'] = df['x'].fillna(0)``, which counts every missing
+    value as 0: a percentile, a mean, a correlation or a count of missing values then comes out wrong. pandas
+    skips missing values by itself, so the statement goes (``pass``) unless the question says how missing
+    values count (fill, impute, replace, zero, treat as). Fills with a computed value (a mean) are left.
+    """
+    if "fillna" not in code or _FILL_ASKED.search(asked):
+        return code
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code
+    rows = _row_frames(tree, frames)
+    at = _offsets(code)
+    edits: list[tuple[int, int, str]] = []
+    for node in tree.body:
+        value = node.value if isinstance(node, (ast.Assign, ast.Expr)) else None
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "fillna"
+                and value.args and isinstance(value.args[0], ast.Constant)
+                and isinstance(value.args[0].value, (int, float)) and not isinstance(value.args[0].value, bool)):
+            continue
+        filled = value.func.value
+        base = filled.value if isinstance(filled, ast.Subscript) else filled
+        if not (isinstance(base, ast.Name) and base.id in rows):
+            continue
+        if isinstance(node, ast.Assign) and not (len(node.targets) == 1
+                                                 and ast.unparse(node.targets[0]) == ast.unparse(filled)):
+            continue  # the filled values go somewhere else: not a cleaning step
+        if isinstance(node, ast.Expr) and not any(k.arg == "inplace" for k in value.keywords):
+            continue
+        if node.end_lineno is None or node.end_col_offset is None:
+            continue
+        edits.append((at(node.lineno, node.col_offset), at(node.end_lineno, node.end_col_offset),
+                      "pass  # missing values stay missing: pandas skips them where each value is computed"))
     return _apply(code, edits)
 
 

@@ -388,3 +388,18 @@ def test_part_precisions_are_read_per_part():
     assert part_places(HOSPITAL) == [(frozenset({"upper", "fence", "q3", "iqr"}), 0)]
     assert part_places("Give the mean. Round to two decimals.") == [(frozenset(), 2)]
     assert part_places("How many rows does /data/2_decimals/x.csv have?") == []
+
+
+@pytest.mark.parametrize(("stdout", "asked", "flagged"), [
+    ("top insurance: Medicare", "Which insurance type has the highest average cost, and what is that average?", True),
+    ("top insurance: Medicare (9762.58)", "Which insurance type has the highest average cost, and what is that average?",
+     False),
+    ("top team: Summit Bears", "(1) which team has the highest total rebounds (with the value)?", True),
+    ("top team: Summit Bears", "Which team has the highest total rebounds?", False),  # the name alone was asked
+    ("top month: March\nyear: 2023", "Which month of 2023 had the most orders, and what is the total?", True),
+])
+def test_a_which_question_that_asks_for_the_value_too_needs_one(stdout, asked, flagged):
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    run = {"stdout": stdout, "exit_code": 0, "code": "print(1)"}
+    problem = ProgramAnswerMiddleware().problem(run, [], [], None, asked)
+    assert (problem is not None and "which one and its value" in problem[1]) is flagged

@@ -9,6 +9,7 @@ from deerflow_nb.agent.program_misreads import (
     fix_bins,
     fix_precedence,
     fix_ttest_variance,
+    keep_missing,
     keep_needed_rows,
     misaligned_rows,
     misread_hint,
@@ -301,3 +302,29 @@ def test_the_misaligned_difference_really_is_missing():
     a, b = df[df["year"] == 2022], df[df["year"] == 2023]
     assert (b["x"] - a["x"]).isna().all()
     assert b["x"].sum() - a["x"].sum() == 5.0
+
+
+LOAD = "import pandas as pd\ndf = pd.read_csv('/mnt/user-data/uploads/w.tsv', sep='\\t')\n"
+PASS = "pass  # missing values stay missing: pandas skips them where each value is computed"
+
+
+@pytest.mark.parametrize(("code", "asked", "fixed"), [
+    (LOAD + "df['rain'] = df['rain'].fillna(0)  # fill\nprint(df['rain'].quantile(0.9))\n",
+     "the 90th percentile of rainfall", LOAD + PASS + "  # fill\nprint(df['rain'].quantile(0.9))\n"),
+    (LOAD + "df.fillna(0, inplace=True)\nprint(df['rain'].mean())\n", "mean rainfall",
+     LOAD + PASS + "\nprint(df['rain'].mean())\n"),
+    (LOAD + "df = df.fillna(0)\nprint(df['rain'].mean())\n", "mean rainfall", LOAD + PASS + "\nprint(df['rain'].mean())\n"),
+    (LOAD + "df['rain'] = df['rain'].fillna(0)\nprint(df['rain'].mean())\n", "mean rainfall, missing counted as 0",
+     None),  # the question says how missing values count
+    (LOAD + "df['rain'] = df['rain'].fillna(df['rain'].mean())\nprint(df['rain'].mean())\n", "mean rainfall", None),
+    (LOAD + "filled = df['rain'].fillna(0)\nprint(filled.mean())\n", "mean rainfall", None),  # not a cleaning step
+    (LOAD + "df['rain'].fillna(0)\nprint(df['rain'].mean())\n", "mean rainfall", None),  # a no-op: left alone
+])
+def test_a_constant_fill_the_question_did_not_ask_for_goes(code, asked, fixed):
+    assert keep_missing(code, asked) == (code if fixed is None else fixed)
+
+
+def test_without_the_fill_the_percentile_skips_missing_values():
+    import pandas as pd
+    rain = pd.Series([1.0, None, 3.0, None, 5.0])
+    assert rain.quantile(0.5) == 3.0 and rain.fillna(0).quantile(0.5) == 1.0  # the fill changed the answer

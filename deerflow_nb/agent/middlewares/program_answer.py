@@ -44,6 +44,7 @@ from deerflow_nb.agent.program_misreads import (
     fix_bins,
     fix_precedence,
     fix_ttest_variance,
+    keep_missing,
     keep_needed_rows,
 )
 from deerflow_nb.agent.program_questions import (
@@ -338,6 +339,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             if call.get("name") == CODE_TOOL and isinstance(code, str):
                 code = fix_ttest_variance(add_missing_imports(code), asked)
                 code = fix_bins(keep_needed_rows(code, asked, preview.columns), asked)
+                code = keep_missing(code, asked, list(preview.columns) or ["df"])
                 code = fix_precedence(code, list(preview.columns) or ["df"])
                 code = count_rows(code, asked, sorted({c for cols in preview.gaps.values() for c in cols}))
                 call = {**call, "args": {**call["args"], "code": code}}
