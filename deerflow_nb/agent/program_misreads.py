@@ -97,9 +97,8 @@ def fix_ttest_variance(code: str, asked: str) -> str:
     want = _want_equal_var(asked)
     if want is None or "ttest_ind" not in code:
         return code
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    tree = _parse(code)
+    if tree is None:
         return code
     at = _offsets(code)
     edits: list[tuple[int, int, str]] = []
@@ -125,6 +124,14 @@ def fix_ttest_variance(code: str, asked: str) -> str:
                 continue
             edits.append((at(value.lineno, value.col_offset), at(value.end_lineno, value.end_col_offset), str(want)))
     return _apply(code, edits)
+
+
+def _parse(code: str) -> ast.Module | None:
+    """The syntax tree of ``code``, or ``None`` when it does not parse (a fix then leaves it as it is)."""
+    try:
+        return ast.parse(code)
+    except SyntaxError:
+        return None
 
 
 def _calls(tree: ast.AST, method: str) -> list[ast.Call]:
@@ -195,9 +202,8 @@ def keep_needed_rows(code: str, asked: str, columns: Mapping[str, Sequence[str]]
     """
     if "dropna" not in code or _COMPLETE_ROWS.search(asked):
         return code
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    tree = _parse(code)
+    if tree is None:
         return code
     strings = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
     called = {node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
@@ -243,9 +249,8 @@ def keep_missing(code: str, asked: str, frames: Sequence[str] = ("df",)) -> str:
     """
     if "fillna" not in code or _FILL_ASKED.search(asked):
         return code
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    tree = _parse(code)
+    if tree is None:
         return code
     rows = _row_frames(tree, frames)
     at = _offsets(code)
@@ -289,9 +294,8 @@ def count_rows(code: str, asked: str, gaps: Sequence[str]) -> str:
     """
     if ".count()" not in code or not gaps or _PRESENT_VALUES.search(asked):
         return code
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    tree = _parse(code)
+    if tree is None:
         return code
     at = _offsets(code)
     edits: list[tuple[int, int, str]] = []
@@ -353,9 +357,8 @@ def fix_bins(code: str, asked: str) -> str:
     edges = _asked_edges(asked)
     if edges is None:
         return code
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    tree = _parse(code)
+    if tree is None:
         return code
     at = _offsets(code)
     written = "[" + ", ".join("float('inf')" if e == float("inf") else "-float('inf')" if e == float("-inf")
@@ -443,9 +446,8 @@ def fix_precedence(code: str, frames: Sequence[str] = ("df",)) -> str:
     """
     if "*" not in code and "/" not in code:
         return code
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    tree = _parse(code)
+    if tree is None:
         return code
     at = _offsets(code)
     frames = sorted(_row_frames(tree, frames))  # the loaded frames and their row selections (march = df[...])
@@ -553,10 +555,8 @@ def _row_column(node: ast.AST, rows: set[str]) -> str | None:
 
 def misaligned_rows(code: str, frames: Sequence[str] = ("df",)) -> str | None:
     """A hint when ``code`` combines two row selections row by row (:func:`_misaligned_rows`), else ``None``."""
-    try:
-        return _misaligned_rows(ast.parse(code), frames)
-    except SyntaxError:
-        return None
+    tree = _parse(code)
+    return _misaligned_rows(tree, frames) if tree is not None else None
 
 
 def _misaligned_rows(tree: ast.AST, frames: Sequence[str]) -> str | None:
@@ -604,9 +604,8 @@ def misread_hint(code: str, stdout: str, asked: str, frames: Sequence[str] = ("d
     ``frames`` are the variables holding the loaded files; ``values`` maps the data's category values
     to their column.
     """
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    tree = _parse(code)
+    if tree is None:
         return None
     if _whole_frame_dropna(tree, frames) and not _COMPLETE_ROWS.search(asked):
         return ("The program drops every row that has a missing value in any column (.dropna() on the whole "
