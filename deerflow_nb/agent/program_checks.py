@@ -38,7 +38,8 @@ _GROUP_INTO_COLUMN = re.compile(r"^\s*(?P<frame>\w+)\[['\"][^'\"]+['\"]\]\s*=\s*
                                 r"\.(?:sum|mean|count|max|min|median|size|nunique)\(\)\s*$", re.MULTILINE)
 #: A question that asks for a count; the output must then state a whole number.
 _HOW_MANY = re.compile(r"\bhow many\b|\bnumber of (?:rows|records|orders|entries|distinct|unique)\b"
-                       r"|\bcount (?:of|the)\b", re.IGNORECASE)
+                       r"|\bcount (?:of|the)\b|\b(?:the|a|row|record|order)\s+count\b|\bcount\b(?=\s*(?:and\b|,|\?|$))",
+                       re.IGNORECASE)
 _WHOLE = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?![\w.])|(?<![\w.])\d+(?:\.0+)?(?![\w.])")
 # pandas' shortened printout of a long column or table: the program printed data, not an answer
 _TRUNCATED = re.compile(r"Length: \d+, dtype:|^\[\d+ rows x \d+ columns\]$|^\s*\.\.\.(?:\s+\.\.\.)*\s*$", re.MULTILINE)

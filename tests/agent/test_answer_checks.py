@@ -403,3 +403,18 @@ def test_a_which_question_that_asks_for_the_value_too_needs_one(stdout, asked, f
     run = {"stdout": stdout, "exit_code": 0, "code": "print(1)"}
     problem = ProgramAnswerMiddleware().problem(run, [], [], None, asked)
     assert (problem is not None and "which one and its value" in problem[1]) is flagged
+
+
+@pytest.mark.parametrize(("asked", "stdout", "flagged"), [
+    ("orders in 2023-03 - count and summed sales revenue?", "summed sales revenue: 31.2k", True),
+    ("orders in 2023-03 - count and summed sales revenue?", "count: 87\nsummed sales revenue: 31.2k", False),
+    ("What is the row count?", "rows: 1,204", False),
+    ("Give the order count, please", "orders: many", True),
+    ("Does the count of visits matter? Give the mean cost.", "mean cost: 36.2", True),  # "count of": as before
+    ("Mean cost by country?", "mean cost: 36.2", False),  # a word that contains "count"
+])
+def test_a_count_asked_as_a_noun_needs_a_whole_number(asked, stdout, flagged):
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    problem = ProgramAnswerMiddleware().problem({"stdout": stdout, "exit_code": 0, "code": "print(1)"}, [], [],
+                                                None, asked)
+    assert (problem is not None and "how many" in problem[1]) is flagged
