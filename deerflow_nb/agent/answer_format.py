@@ -153,6 +153,23 @@ def _fit_line(line: str, places: int) -> str:
                                     value)
 
 
+def _items(lines: list[str]) -> list[tuple[str, int]]:
+    """The labelled values of an output: ``(label, line of the value)``.
+
+    A ``label: value`` line is one; so is a label line ending in ``:`` followed by a line with the value alone.
+    """
+    items = []
+    for i, line in enumerate(lines):
+        cut = max(line.rfind(":"), line.rfind("="))
+        label, value = (line[:cut], line[cut + 1:]) if cut >= 0 else ("", line)
+        if _VALUE_NUMBER.search(value) and (cut >= 0 or i == 0 or not lines[i - 1].rstrip().endswith(":")):
+            items.append((label, i))
+        elif cut >= 0 and not value.strip() and i + 1 < len(lines) and _VALUE_NUMBER.search(lines[i + 1]) \
+                and ":" not in lines[i + 1] and "=" not in lines[i + 1]:
+            items.append((label, i + 1))
+    return items
+
+
 def format_answer(stdout: str, asked: str) -> str:
     """The Markdown answer for a program's ``stdout``, each value in the precision its part of ``asked`` names.
 
@@ -165,15 +182,15 @@ def format_answer(stdout: str, asked: str) -> str:
     parts = part_places(asked)
     general = [places for words, places in parts if not words]
     lines = stdout.splitlines()
-    labelled = [i for i, line in enumerate(lines) if _VALUE_NUMBER.search(line)]
+    items = _items(lines)  # (label, index of the line holding its value)
     for words, places in parts:
         if not words:
             continue
-        scores = [(len(words & _words(lines[i].split(":")[0].split("=")[0])), i) for i in labelled]
+        scores = [(len(words & _words(label)), i) for label, i in items]
         best = max(scores, default=(0, -1))
-        if len(labelled) == 1 and best[0] == 0:
-            best = (1, labelled[0])  # one value printed: it is the one asked about
-        if best[0] and sum(1 for score, _ in scores if score == best[0]) == 1 or len(labelled) == 1:
+        if len(items) == 1 and best[0] == 0:
+            best = (1, items[0][1])  # one value printed: it is the one asked about
+        if best[0] and sum(1 for score, _ in scores if score == best[0]) == 1 or len(items) == 1:
             lines[best[1]] = _fit_line(lines[best[1]], places)
         else:  # no line is this part's (a table of values): every value, as for a question-wide precision
             general.append(places)

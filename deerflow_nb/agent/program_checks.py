@@ -98,7 +98,12 @@ def output_problem(run: dict[str, Any], requested: Sequence[str], written: Seque
     if id_column:
         return "unanswered_part", _ids_hint(code, id_column, preview)
     pages = [p for p in requested if p.lower().endswith(".html")]  # a program's own HTML page may hold the counts
-    if not pages and _WHICH.search(asked) and _NAME_AND_VALUE.search(asked) and not _states_value(stdout, asked):
+    if _P_ZERO.search(stdout) and re.search(r"\bp[- ]?values?\b|\btest\b", asked, re.IGNORECASE) \
+            and not re.search(r"\b[1-6]\s*(?:decimals?|decimal places?|d\.p\.|dp)\b", asked, re.IGNORECASE):
+        return "unanswered_part", ("The output prints the p-value rounded to zero, which hides it. Print it unrounded "
+                                   "(or with f'{p:.4g}') and write the whole program again.")
+    if not pages and _NAME_AND_VALUE.search(asked) and (_WHICH.search(asked) or _EXTREME.search(asked)) \
+            and not _states_value(stdout, asked):
         return "unanswered_part", ("The question asks which one and its value, and the output states no value. "
                                    "Print the name and its value, each with a label, and write the whole program "
                                    "again.")
@@ -169,7 +174,12 @@ def _period_problem(code: str, stdout: str, asked: str, preview: DataPreview | N
 #: A which-question that also asks for the value ("and what is that average?", "(with the value)").
 _NAME_AND_VALUE = re.compile(r"\b(?:and|with|plus)\s+(?:what\s+(?:is|was|are)\s+|give\s+|state\s+)?"
                              r"(?:its|that|the|their|this)\s+(?:value|average|mean|total|amount|count|number|share|rate|percentage|median|"
-                             r"sum|score|figure)\b|\band how (?:much|many)\b", re.IGNORECASE)
+                             r"sum|score|figure)\b|\band how (?:much|many)\b"
+                             r"|[(,]\s*(?:\+|&|plus)\s*(?:the\s+|its\s+)?value\b",
+                             re.IGNORECASE)
+_EXTREME = re.compile(r"\b(?:max|min|highest|lowest|top|bottom|most|least|largest|smallest)\b", re.IGNORECASE)
+#: A p-value printed rounded to zero ("p-value: 0.00"): the test's result is lost in the rounding.
+_P_ZERO = re.compile(r"^[^\n]*\bp(?:[-_ ]?val(?:ue)?)?\b[^\n:=]*[:=]\s*0\.0+\s*$", re.IGNORECASE | re.MULTILINE)
 
 
 def _states_value(stdout: str, asked: str) -> bool:

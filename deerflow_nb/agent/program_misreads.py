@@ -317,14 +317,17 @@ def count_rows(code: str, asked: str, gaps: Sequence[str]) -> str:
 
 
 _RANGE = re.compile(r"(?<![\w.])(\d+)\s*(?:-|\u2013|to)\s*(\d+)(?![\w.])")
-_OPEN_START = re.compile(r"\b(?:under|below|less than|younger than|fewer than)\s+(\d+)(?![\w.])", re.IGNORECASE)
-_OPEN_END = re.compile(r"(?<![\w.])(\d+)\s*(?:\+|or (?:more|older|over|above)|and (?:over|above|older|up))")
+_OPEN_START = re.compile(r"(?:\b(?:under|below|less than|younger than|fewer than)\s+|<\s*)(\d+)(?![\w.])",
+                         re.IGNORECASE)
+_OPEN_END = re.compile(r"(?<![\w.])(\d+)\s*(?:\+|or (?:more|older|over|above)|and (?:over|above|older|up))"
+                       r"|(?:>=|\u2265)\s*(\d+)(?![\w.])")
 
 
 def _asked_edges(asked: str) -> list[float] | None:
     """The bin edges of whole-number ranges the question lists, for ``right=False`` bins.
 
-    "0-17, 18-64 and 65+" → ``[0, 18, 65, inf]``; "under 18, 18 to 64, 65 and over" → ``[-inf, 18, 65, inf]``.
+    "0-17, 18-64 and 65+" → ``[0, 18, 65, inf]``; "under 18, 18 to 64, 65 and over" (or "<18, 18-64, >=65")
+    → ``[-inf, 18, 65, inf]``.
     """
     ranges = sorted((int(a), int(b)) for a, b in _RANGE.findall(asked) if int(a) <= int(b))
     if not ranges or any(ranges[i][1] + 1 != ranges[i + 1][0] for i in range(len(ranges) - 1)):
@@ -335,7 +338,7 @@ def _asked_edges(asked: str) -> list[float] | None:
         if head[0] != ranges[0][0]:
             return None
         edges.insert(0, float("-inf"))
-    tail = [int(m) for m in _OPEN_END.findall(asked)]
+    tail = [int(a or b) for a, b in _OPEN_END.findall(asked)]
     if tail:
         if tail[-1] != ranges[-1][1] + 1:
             return None

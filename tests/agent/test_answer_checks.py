@@ -418,3 +418,25 @@ def test_a_count_asked_as_a_noun_needs_a_whole_number(asked, stdout, flagged):
     problem = ProgramAnswerMiddleware().problem({"stdout": stdout, "exit_code": 0, "code": "print(1)"}, [], [],
                                                 None, asked)
     assert (problem is not None and "how many" in problem[1]) is flagged
+
+
+@pytest.mark.parametrize(("stdout", "asked", "flagged"), [
+    ("t statistic: -2.92\ntwo-sided p-value: 0.00", "Do smokers tip differently? Give the t statistic and the p-value.",
+     True),
+    ("t statistic: -2.92\np: 0.0039", "Do smokers tip differently? Give the t statistic and the p-value.", False),
+    ("t: -2.92\np = 0.000", "Run a Welch t-test of tip by smoker.", True),
+    ("t statistic: -2.92\np-value: 0.00", "Give the t statistic and p-value, each to 2 decimals.", False),  # as asked
+])
+def test_a_p_value_rounded_to_zero_is_written_again(stdout, asked, flagged):
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    problem = ProgramAnswerMiddleware().problem({"stdout": stdout, "exit_code": 0, "code": "print(1)"}, [], [],
+                                                None, asked)
+    assert (problem is not None and "p-value rounded to zero" in problem[1]) is flagged
+
+
+def test_a_value_asked_with_a_plus_needs_a_value():
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    run = {"stdout": "insurance with max mean Total Cost (+ value): Medicare", "exit_code": 0, "code": "print(1)"}
+    problem = ProgramAnswerMiddleware().problem(run, [], [], None,
+                                                "a.xlsx joined to b.csv: insurance with max mean Total Cost (+ value)?")
+    assert problem is not None and "which one and its value" in problem[1]

@@ -328,3 +328,14 @@ def test_without_the_fill_the_percentile_skips_missing_values():
     import pandas as pd
     rain = pd.Series([1.0, None, 3.0, None, 5.0])
     assert rain.quantile(0.5) == 3.0 and rain.fillna(0).quantile(0.5) == 1.0  # the fill changed the answer
+
+
+@pytest.mark.parametrize(("asked", "edges"), [
+    ("age groups child <18, adult 18-64, senior >=65 - counts?", [float("-inf"), 18.0, 65.0, float("inf")]),
+    ("under 18, 18 to 64, 65 and over", [float("-inf"), 18.0, 65.0, float("inf")]),
+    ("0-17, 18-64 and 65+", [0.0, 18.0, 65.0, float("inf")]),
+    ("<18, 20-64, >=65", None),  # not one partition of the whole numbers
+])
+def test_open_ended_bins_written_with_comparison_signs(asked, edges):
+    from deerflow_nb.agent.program_misreads import _asked_edges
+    assert _asked_edges(asked) == edges
