@@ -440,3 +440,22 @@ def test_a_value_asked_with_a_plus_needs_a_value():
     problem = ProgramAnswerMiddleware().problem(run, [], [], None,
                                                 "a.xlsx joined to b.csv: insurance with max mean Total Cost (+ value)?")
     assert problem is not None and "which one and its value" in problem[1]
+
+
+def test_one_line_with_both_values_covers_two_lines_with_one_each():
+    from deerflow_nb.agent.answer_agreement import covers
+    asked = "Which month of 2023 has the highest revenue? How much was it?"
+    one = "month with the highest revenue: November 68277.31"
+    two = "month with the highest revenue: November\nhighest revenue: 68277.31"
+    assert agree(one, two, asked) and covers(one, two, asked) and covers(two, one, asked)
+    assert not covers("month with the highest revenue: November", two, asked)  # the value is missing
+
+
+def test_tables_whose_index_names_differ_agree():
+    asked = "Bin the listings by Sqft into compact, mid-size and large. What is the mean Price in each bin?"
+    first = "Sqft_bin\ncompact     493081.40\nmid-size    856273.83\nlarge      1419840.43\nName: Price, dtype: float64"
+    second = "Mean Price in each bin:\nBin\nCompact     493081.40\nMid-size    856273.83\nLarge      1419840.43"
+    assert agree(first, second, asked)
+    assert not agree(first, second.replace("856273.83", "866273.83"), asked)
+    # a name printed alone after its label is an answer, not an index name
+    assert not agree("top department:\nEngineering", "top department:\nSales", "Which department?")

@@ -32,7 +32,7 @@ from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResp
 from langchain.agents.middleware.types import ModelCallResult
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from deerflow_nb.agent.answer_agreement import agree, answer_parts
+from deerflow_nb.agent.answer_agreement import agree, covers
 from deerflow_nb.agent.answer_format import format_answer
 from deerflow_nb.agent.answer_report import report_note, report_paths, report_program, report_text
 from deerflow_nb.agent.middlewares._base import context_of, last_ai
@@ -175,11 +175,10 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         runs = [answer, *usable]
         stdout = [str(run.get("stdout") or "") for run in runs]
 
-        parts = [answer_parts(text, asked) for text in stdout]
-
         def same(i: int, j: int) -> bool:
             """Whether ``j`` confirms ``i``: the same values and tables, and ``i`` answers no fewer parts."""
-            return agree(stdout[i], stdout[j], asked) and _same_tables(runs[i], runs[j]) and parts[i] >= parts[j]
+            return agree(stdout[i], stdout[j], asked) and _same_tables(runs[i], runs[j]) \
+                and covers(stdout[i], stdout[j], asked)
 
         for i, j in ((0, k) for k in range(1, len(stdout))):
             if same(i, j):  # the same values: the one written in the asked template, if only the check is
