@@ -11,14 +11,18 @@ the question itself contains (a threshold, a year, "top 3") are not values.
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from deerflow_nb.agent.answer_checks import Number, find_numbers
 from deerflow_nb.agent.answer_format import PANDAS_FOOTER as _FOOTER
 
-__all__ = ["AnswerValues", "agree", "answer_parts", "answer_values"]
+__all__ = ["AnswerValues", "agree", "answer_parts", "answer_values", "same_tables", "table_rows"]
 
 _INDEX = re.compile(r"^\s*\d+\s{2,}")  # a DataFrame's row number at the start of a table row
 _WORD = re.compile(r"[A-Za-z][\w\-/.]*[\w]|[A-Za-z]")
@@ -164,3 +168,52 @@ def agree(first: str, second: str, question: str = "") -> bool:
 def answer_parts(stdout: str, question: str = "") -> int:
     """How many lines of an output state a value (the parts it answers; a table's rows count one each)."""
     return len(_answer_lines(stdout, question))
+
+
+def table_rows(path: str, text: str, *, cut: bool = False) -> list[str]:
+    """The data rows of the start of a text table a program wrote, each as a line of values (header aside).
+
+    ``.csv`` and ``.tsv`` rows are split by their delimiter (quoted cells kept whole), ``.jsonl`` records give
+    their values. With ``cut`` (the text stops at a size limit) the last, possibly partial, row is left out.
+    """
+    lines = text.splitlines()
+    if cut and lines:
+        lines = lines[:-1]
+    if path.lower().endswith(".jsonl"):
+        rows = []
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                rows.append(line)
+                continue
+            values = record.values() if isinstance(record, dict) else record if isinstance(record, list) else [record]
+            rows.append("  ".join(str(value) for value in values))
+        return rows
+    delimiter = "\t" if path.lower().endswith(".tsv") else ","
+    cells = list(csv.reader(io.StringIO("\n".join(lines)), delimiter=delimiter))
+    return ["  ".join(cell.strip() or "-" for cell in row) for row in cells[1:]]
+
+
+def same_tables(first: Mapping[str, Any], second: Mapping[str, Any], question: str = "", limit: int = 0) -> bool:
+    """Whether the text tables two programs both wrote hold the same rows (runs' ``lines`` and ``tables``).
+
+    Each table both wrote must have as many lines, and the rows both kept (``tables``: the start of each
+    table, ``limit`` characters at most) must state the same values (:func:`agree`, row by row; the column
+    names are not compared: a question that names them is checked against them elsewhere).
+    """
+    a_lines, b_lines = first.get("lines") or {}, second.get("lines") or {}
+    if any(a_lines[path] != b_lines[path] for path in a_lines.keys() & b_lines.keys()):
+        return False
+    a_tables, b_tables = first.get("tables") or {}, second.get("tables") or {}
+    for path in a_tables.keys() & b_tables.keys():
+        a_rows = table_rows(path, a_tables[path], cut=bool(limit) and len(a_tables[path]) >= limit)
+        b_rows = table_rows(path, b_tables[path], cut=bool(limit) and len(b_tables[path]) >= limit)
+        rows = min(len(a_rows), len(b_rows))
+        if not rows:
+            if len(a_rows) != len(b_rows):
+                return False
+            continue
+        if not agree("\n".join(a_rows[:rows]), "\n".join(b_rows[:rows]), question):
+            return False
+    return True

@@ -10,6 +10,7 @@ shows (:mod:`~deerflow_nb.agent.program_misreads`).
 
 from __future__ import annotations
 
+import csv
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from deerflow_nb.agent.program_misreads import error_hint, misread_hint
 from deerflow_nb.tools.data_preview import DataPreview
 
-__all__ = ["misread", "output_problem"]
+__all__ = ["asked_columns", "misread", "output_problem"]
 
 _MAX_LINES = 60
 _NAN = re.compile(r"(?<![\w.])(?:nan|NaN|NaT|<NA>)(?![\w.])")
@@ -41,6 +42,12 @@ _HOW_MANY = re.compile(r"\bhow many\b|\bnumber of (?:rows|records|orders|entries
                        r"|\bcount (?:of|the)\b", re.IGNORECASE)
 _WHOLE = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?![\w.])|(?<![\w.])\d+(?:\.0+)?(?![\w.])")
 # pandas' shortened printout of a long column or table: the program printed data, not an answer
+#: The columns a question asks a written table to have ("with the columns product and revenue").
+_COLUMNS_ASKED = re.compile(r"\b(?:with|having|containing|has|have)\s+(?:the\s+|only\s+the\s+)?columns?\s*"
+                            r"(?:names?\s+|named\s+|called\s+)?"
+                            r":?\s*(?P<names>[`'\"]?\w+[`'\"]?(?:\s*(?:,?\s*\band\b|,)\s*[`'\"]?\w+[`'\"]?"
+                            r"(?=\s*(?:[,.;:)]|$|\band\b)))+)",
+                            re.IGNORECASE)
 _TRUNCATED = re.compile(r"Length: \d+, dtype:|^\[\d+ rows x \d+ columns\]$|^\s*\.\.\.(?:\s+\.\.\.)*\s*$", re.MULTILINE)
 
 
@@ -67,6 +74,8 @@ def output_problem(run: dict[str, Any], requested: Sequence[str], written: Seque
         shown = ", ".join(missing)
         return "undelivered_outputs", (f"The program did not write {shown}, which the question asks for. Write "
                                        f"the whole program again so that it also saves {shown}.")
+    if hint := _columns_hint(run, requested, asked):
+        return "undelivered_outputs", hint
     mismatched = [str(item) for item in run.get("mismatched") or []]
     if mismatched:
         return "undelivered_outputs", ("; ".join(mismatched).capitalize() + ". Save each file with the library "
@@ -120,6 +129,35 @@ def output_problem(run: dict[str, Any], requested: Sequence[str], written: Seque
     return None
 
 
+def asked_columns(asked: str) -> list[str]:
+    """The columns ``asked`` wants a written table to have, in its order (none when it names none)."""
+    match = _COLUMNS_ASKED.search(asked)
+    if match is None:
+        return []
+    return [name.strip("`'\"") for name in re.split(r"\s*(?:,\s*and|,|\band)\s*", match.group("names")) if name]
+
+
+def _columns_hint(run: dict[str, Any], requested: Sequence[str], asked: str) -> str | None:
+    """A hint when the one table the question asks for lacks a column the question names."""
+    wanted = asked_columns(asked)
+    tables = [p for p in requested if p.lower().endswith((".csv", ".tsv"))]
+    if not wanted or len(tables) != 1:
+        return None
+    text = (run.get("tables") or {}).get(tables[0])
+    if text is None:
+        return None
+    header = next(csv.reader([text.split("\n", 1)[0]], delimiter="\t" if tables[0].lower().endswith(".tsv") else ","),
+                  [])
+    have = [cell.strip() for cell in header]
+    missing = [name for name in wanted if name not in have]
+    if not missing:
+        return None
+    return (f"{tables[0]} has the columns {', '.join(have) or '(none)'}; the question asks for the columns "
+            f"{', '.join(wanted)}. Write the table with exactly these columns; for a grouped result: "
+            f"table = result.reset_index(); table.columns = {wanted!r}; table.to_csv({tables[0]!r}, index=False). "
+            "Write the whole program again.")
+
+
 _KEY_ERROR = re.compile(r"^KeyError: (['\"])(?P<name>.+)\1\s*$", re.MULTILINE)
 
 
@@ -149,8 +187,9 @@ def misread(run: dict[str, Any], asked: str, preview: DataPreview | None) -> str
     if run.get("exit_code") not in (0, None) or not run.get("code"):
         return None
     frames = list(preview.variables.values()) if preview else ["df"]
+    columns = [name for names in preview.columns.values() for name in names] if preview else []
     return misread_hint(str(run["code"]), str(run.get("stdout") or ""), asked, frames or ["df"],
-                        preview.values if preview else None)
+                        preview.values if preview else None, columns)
 
 
 def _row_numbers_for_ids(stdout: str, asked: str, preview: DataPreview | None) -> str | None:

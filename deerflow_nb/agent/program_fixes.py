@@ -4,6 +4,9 @@ Small models write ``stats.ttest_ind(...)`` or ``plt.savefig(...)`` and forget t
 a program would fail with a ``NameError`` and cost a repair turn; :func:`add_missing_imports`
 adds the import when the name is one of the analysis stack's well-known names and the program
 neither imports nor assigns it. Nothing else about the program changes.
+
+:func:`list_grouped_columns` fixes a second mistake of the same kind: ``df.groupby('g')['a', 'b']`` (a tuple of
+columns, an error since pandas 2) becomes ``df.groupby('g')[['a', 'b']]``, what the program meant.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import ast
 import builtins
 
-__all__ = ["KNOWN_IMPORTS", "add_missing_imports", "missing_imports"]
+__all__ = ["KNOWN_IMPORTS", "add_missing_imports", "list_grouped_columns", "missing_imports"]
 
 _SKLEARN = {
     "linear_model": ("LinearRegression", "LogisticRegression", "Ridge", "Lasso"),
@@ -84,3 +87,35 @@ def add_missing_imports(code: str) -> str:
         elif line.strip() and not line.startswith("#"):
             break
     return "\n".join([*body[:at], *lines, *body[at:]]) + ("\n" if code.endswith("\n") else "")
+
+
+def list_grouped_columns(code: str) -> str:
+    """``code`` with each ``<grouped>['a', 'b']`` (a tuple of names after ``groupby(...)``) written as a list.
+
+    Unchanged when it does not parse or has no such subscript.
+    """
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code
+    spans = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple) and node.slice.elts
+                and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.slice.elts)):
+            continue
+        grouped = node.value
+        if not (isinstance(grouped, ast.Call) and isinstance(grouped.func, ast.Attribute)
+                and grouped.func.attr == "groupby"):
+            continue
+        first, last = node.slice.elts[0], node.slice.elts[-1]
+        spans.append((first.lineno, first.col_offset, last.end_lineno or last.lineno,
+                      last.end_col_offset or last.col_offset))
+    if not spans:
+        return code
+    lines = code.splitlines(keepends=True)
+    for start_line, start_col, end_line, end_col in sorted(spans, reverse=True):  # from the end: offsets hold
+        end = lines[end_line - 1]
+        lines[end_line - 1] = end[:end_col] + "]" + end[end_col:]
+        start = lines[start_line - 1]
+        lines[start_line - 1] = start[:start_col] + "[" + start[start_col:]
+    return "".join(lines)

@@ -16,7 +16,8 @@ made the same mistake. These are found in the program instead, from the question
   dropped when the question did not ask for complete rows; duplicates counted with ``keep=False`` (every
   copy) or on a subset of the columns when the question asks for exact duplicates of an earlier row;
   a value the question names (``"treatment"``, ``"JFK"``) that the program never uses; the wrong end of
-  an ascending sort for the lowest or the highest.
+  an ascending sort for the lowest or the highest; a formula the question gives (``revenue (units *
+  unit_price)``) that the program never computes.
 
 The hints are advice: the middleware gives one such hint per question, so a false alarm costs one
 program, never the answer.
@@ -28,8 +29,8 @@ import ast
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-__all__ = ["count_rows", "error_hint", "fix_bins", "fix_precedence", "fix_ttest_variance", "keep_needed_rows",
-           "misread_hint"]
+__all__ = ["asked_formulas", "count_rows", "error_hint", "fix_bins", "fix_precedence", "fix_ttest_variance",
+           "keep_needed_rows", "misread_hint"]
 
 _POOLED = re.compile(r"\bpooled\b|\bstudent'?s?\b|\bequal[- ]variances?\b|\bassum\w* equal var", re.IGNORECASE)
 _WELCH = re.compile(r"\bwelch\b|\bunequal[- ]variances?\b|\bnot assum\w* equal|\bwithout assum\w* equal",
@@ -61,7 +62,8 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = (
      "The program is not valid Python. Write one computation per line with named intermediate variables, "
      "so that every parenthesis is closed on its own line. "),
     (re.compile(r"Cannot subset columns with a tuple"),
-     "Select several columns with a list inside the brackets: df.groupby('g')[['a', 'b']].sum(). "),
+     "Select several columns with a list inside two pairs of brackets, with the columns' own names "
+     "(...[['first_column', 'second_column']].sum()). "),
     (re.compile(r"Can only use \.dt accessor with datetimelike values"),
      "The column holds text, not dates: convert it first with pd.to_datetime(df['column']). "),
     (re.compile(r"unsupported operand type\(s\) for [-+*/]: 'str' and|could not convert string to float"),
@@ -451,17 +453,79 @@ def _unused_value(code: str, stdout: str, asked: str, values: Mapping[str, str])
     return None
 
 
+_FORMULA = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*([*/×÷])\s*([A-Za-z_]\w*)(?![\w.(])")
+_OPS: dict[str, tuple[type[ast.operator], str, bool]] = {
+    "*": (ast.Mult, "mul", True), "×": (ast.Mult, "mul", True), "/": (ast.Div, "div", False),
+    "÷": (ast.Div, "div", False)}
+
+
+def asked_formulas(asked: str, columns: Sequence[str]) -> list[tuple[str, str, str]]:
+    """The formulas of two of the data's ``columns`` that ``asked`` gives: ``(left, "*" or "/", right)``."""
+    known = set(columns)
+    found = [(m.group(1), "*" if m.group(2) in "*×" else "/", m.group(3))
+             for m in _FORMULA.finditer(re.sub(r"/mnt/\S*", " ", asked))]
+    return list(dict.fromkeys(f for f in found if f[0] in known and f[2] in known and f[0] != f[2]))
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    """The column names an expression mentions (``df['a']``, ``df.a``, ``'a'``)."""
+    names = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+            names.add(sub.value)
+        elif isinstance(sub, ast.Attribute):
+            names.add(sub.attr)
+    return names
+
+
+def _computes(tree: ast.AST, formula: tuple[str, str, str]) -> bool:
+    """Whether the program computes ``formula`` (an operator or ``.mul``/``.div``; ``eval`` text with it too)."""
+    left, op, right = formula
+    node_type, method, commutative = _OPS[op]
+    pairs = {(left, right), (right, left)} if commutative else {(left, right)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, node_type):
+            a, b = _names_in(node.left), _names_in(node.right)
+            if any(x in a and y in b for x, y in pairs):
+                return True
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in (method, method + "tiply" if method == "mul" else method + "ide") and node.args:
+            a, b = _names_in(node.func.value), _names_in(node.args[0])
+            if any(x in a and y in b for x, y in pairs):
+                return True
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value.replace(" ", "")
+            if any(f"{x}{op}{y}" in text for x, y in pairs):
+                return True
+    return False
+
+
+def _formula_misread(tree: ast.AST, asked: str, columns: Sequence[str], frames: Sequence[str]) -> str | None:
+    for formula in asked_formulas(asked, columns):
+        if not _computes(tree, formula):
+            left, op, right = formula
+            frame = frames[0] if frames else "df"
+            return (f"The question gives the formula {left} {op} {right}, and the program never computes it. "
+                    f"Compute it for each row first, e.g. {frame}['value'] = {frame}[{left!r}] {op} "
+                    f"{frame}[{right!r}], "
+                    "then aggregate that column as the question asks, and write the whole program again.")
+    return None
+
+
 def misread_hint(code: str, stdout: str, asked: str, frames: Sequence[str] = ("df",),
-                 values: Mapping[str, str] | None = None) -> str | None:
+                 values: Mapping[str, str] | None = None, columns: Sequence[str] = ()) -> str | None:
     """A hint naming a misreading of ``asked`` that ``code`` shows, or ``None`` (see the module docstring).
 
     ``frames`` are the variables holding the loaded files; ``values`` maps the data's category values
-    to their column.
+    to their column; ``columns`` are the data's column names.
     """
     try:
         tree = ast.parse(code)
     except SyntaxError:
         return None
+    formula = _formula_misread(tree, asked, columns, frames)
+    if formula:
+        return formula
     if _whole_frame_dropna(tree, frames) and not _COMPLETE_ROWS.search(asked):
         return ("The program drops every row that has a missing value in any column (.dropna() on the whole "
                 "table), which also drops rows the question needs. Drop missing values only in the columns you "

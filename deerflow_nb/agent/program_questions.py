@@ -23,10 +23,28 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from deerflow_nb.agent.middlewares.clarification import CLARIFICATION_TOOL
 from deerflow_nb.tools.data_preview import DATA_SUFFIXES, DataPreview, data_files, named_uploads
 
-__all__ = ["CLARIFICATION_TOOL", "file_choice", "is_answer", "question_text", "turn_question", "with_data"]
+__all__ = ["ATTACHED_DATA", "CLARIFICATION_TOOL", "file_choice", "is_answer", "question_text", "turn_question",
+           "with_data", "without_attached"]
 
 #: Tables a question may be about (a plain ``.json`` or ``.txt`` upload is often settings or notes).
 _TABLES = tuple(suffix for suffix in DATA_SUFFIXES if suffix not in (".json", ".txt"))
+
+
+#: The block a notebook's ``data=`` puts before the user's words (:func:`deerflow_nb.client.data.data_note`).
+ATTACHED_DATA = re.compile(r"<attached_data>.*?</attached_data>\s*", re.DOTALL)
+_ATTACHED_PATH = re.compile(r" at (/mnt/user-data/uploads/\S+)")
+
+
+def without_attached(text: str) -> str:
+    """``text`` with a notebook's attached-data block replaced by the files it lists.
+
+    The block shows the data's first rows; a value there ("North") is the data's, not the user's words.
+    """
+    def files(match: re.Match[str]) -> str:
+        paths = _ATTACHED_PATH.findall(match.group(0))
+        return "Attached: " + ", ".join(paths) + "\n\n" if paths else ""
+
+    return ATTACHED_DATA.sub(files, text)
 
 
 def is_answer(message: BaseMessage) -> bool:
@@ -65,13 +83,14 @@ _UPLOAD_NOTE = re.compile(r"<uploaded_files>.*?</uploaded_files>\s*", re.DOTALL)
 def turn_question(request: ModelRequest, human: HumanMessage) -> str:
     """The user's own words, joined to the question they answer when they are an answer (:func:`question_text`).
 
-    The state's copy of ``human`` is read: other middlewares prefix notes to the request's.
+    The state's copy of ``human`` is read: other middlewares prefix notes to the request's. A notebook's
+    attached-data block is reduced to the files it lists (:func:`without_attached`).
     """
     messages = list((request.state or {}).get("messages", []))  # type: ignore[union-attr]
     for message in messages:
         if isinstance(message, HumanMessage) and message.id is not None and message.id == human.id:
-            return question_text(messages, message, message.text)
-    return question_text(list(request.messages), human, human.text)
+            return without_attached(question_text(messages, message, message.text))
+    return without_attached(question_text(list(request.messages), human, human.text))
 
 
 def with_data(human: HumanMessage, preview: DataPreview, original: str, note: str = "") -> HumanMessage:

@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from deerflow_nb.agent.program_questions import ATTACHED_DATA
 from deerflow_nb.runtime.serialize import message_text
 
 __all__ = ["NOTEBOOK_ROOT", "build_cells", "notebook_json"]
@@ -19,7 +20,6 @@ __all__ = ["NOTEBOOK_ROOT", "build_cells", "notebook_json"]
 NOTEBOOK_ROOT = "deerflow_files"
 _VIRTUAL = "/mnt/user-data/"
 _HEREDOC = re.compile(r"^\s*python3?\s+-\s*<<\s*(['\"]?)(\w+)\1\s*\n(?P<body>.*)\n\2\s*$", re.S)
-_DATA_BLOCK = re.compile(r"<attached_data>.*?</attached_data>\s*", re.S)
 _SCRIPT_SUFFIXES = (".py", ".sh", ".sql", ".r", ".R")
 
 
@@ -74,7 +74,7 @@ def build_cells(messages: Sequence[Any], *, run_id: str | None = None, root: str
             current = extra.get("run_id", current)
             if run_id is not None and current != run_id:
                 continue
-            text = _DATA_BLOCK.sub("", message_text(message)).strip()
+            text = ATTACHED_DATA.sub("", message_text(message)).strip()
             if text and not extra.get("human_input_response"):
                 cells.append(_cell("markdown", "**User:** " + text))
             continue

@@ -6,11 +6,13 @@ matplotlib's ``Agg`` backend and warnings off, and sees the user's files by thei
 
 Its result keeps stdout and stderr apart: the model sees stdout (its start and end when it is long),
 then the error's last lines on failure; ``deerflow_program`` in the message's ``additional_kwargs`` carries ``stdout``,
-``stderr``, ``exit_code`` and ``written`` (the files it created or changed under
-``/mnt/user-data/outputs``). With ``present_outputs`` those files are presented to the user (the
-``artifacts`` state key) in the same step. The local sandbox runs the program on the host with
-its paths rewritten, so text files it wrote are scanned for host paths and given back their
-virtual paths: the user never sees the data home.
+``stderr``, ``exit_code``, ``written`` (the files it created or changed under
+``/mnt/user-data/outputs``) and ``tables`` (the start of each text table it wrote). A call made by a message
+marked :data:`SCRATCH_FLAG` (a program written only to check another's answer) leaves the outputs folder as it
+found it: what it wrote is reported, then the folder's earlier files are put back. With ``present_outputs``
+those files are presented to the user (the ``artifacts`` state key) in the same step. The local sandbox
+runs the program on the host with its paths rewritten, so text files it wrote are scanned for host paths
+and given back their virtual paths: the user never sees the data home.
 """
 
 from __future__ import annotations
@@ -29,10 +31,15 @@ from deerflow_nb.sandbox.base import Sandbox
 from deerflow_nb.tools.common import Reply, Runtime, error_reply, get_sandbox, make_tool, reply
 from deerflow_nb.tools.present_files import OUTPUTS_DIR, presented
 
-__all__ = ["PROGRAM_KEY", "ProgramRun", "python_tool", "run_program", "trim_traceback", "uploads_written"]
+__all__ = ["PROGRAM_KEY", "SCRATCH_FLAG", "ProgramRun", "python_tool", "run_program", "trim_traceback",
+           "uploads_written"]
 
 #: ``additional_kwargs`` key of the tool message with the program's parts (see the module docstring).
 PROGRAM_KEY = "deerflow_program"
+#: Set in an AI message's ``additional_kwargs``: its ``python`` calls leave the outputs folder as they found it.
+SCRATCH_FLAG = "deerflow_scratch"
+#: How much of each written text table the run record keeps (enough to compare two programs' tables).
+TABLE_HEAD = 4_000
 _EOF = "__DEERFLOW_PROGRAM_EOF__"
 _MARK = "<<deerflow:{}>>"
 _MAX_CODE = 50_000
@@ -57,12 +64,13 @@ class ProgramRun:
     """What one program did: its output, exit code, the files it wrote (``written``, ``mismatched``, ``lines``).
 
     ``mismatched`` names the written files whose content is not what their name says (text in a ``.png``);
-    ``lines`` counts the lines of each written text table (``.csv``, ``.tsv``, ``.jsonl``), so that two
-    programs' tables can be compared.
+    ``lines`` counts the lines of each written text table (``.csv``, ``.tsv``, ``.jsonl``) and ``tables`` keeps
+    its first :data:`TABLE_HEAD` characters, so that two programs' tables can be compared.
     """
 
     def __init__(self, stdout: str, stderr: str, exit_code: int | None, timed_out: bool, written: list[str],
-                 mismatched: list[str] | None = None, lines: dict[str, int] | None = None):
+                 mismatched: list[str] | None = None, lines: dict[str, int] | None = None,
+                 tables: dict[str, str] | None = None):
         self.stdout = stdout
         self.stderr = stderr
         self.exit_code = exit_code
@@ -70,6 +78,7 @@ class ProgramRun:
         self.written = written
         self.mismatched = list(mismatched or [])
         self.lines = dict(lines or {})
+        self.tables = dict(tables or {})
 
     @property
     def ok(self) -> bool:
@@ -80,18 +89,28 @@ class ProgramRun:
         """The JSON form kept on the tool message."""
         return {"stdout": self.stdout, "stderr": self.stderr, "exit_code": self.exit_code,
                 "timed_out": self.timed_out, "written": list(self.written), "mismatched": list(self.mismatched),
-                "lines": dict(self.lines)}
+                "lines": dict(self.lines), "tables": dict(self.tables)}
 
 
-def _command(code: str) -> str:
+def _command(code: str, *, scratch: bool = False) -> str:
     """The shell command: the program from a quoted here-document, then its parts behind markers.
 
     stdout and stderr go to files so their parts cannot interleave; what the program wrote under the
-    outputs folder is found by modification time against a marker file made just before it ran.
+    outputs folder is found by modification time against a marker file made just before it ran. With
+    ``scratch`` the folder is copied first and, once its new files are reported, put back as it was.
     """
-    marks = [_MARK.format(name) for name in ("written", "stderr", "stdout")]
+    marks = [_MARK.format(name) for name in ("written", "tables", "stderr", "stdout")]
+    table = _MARK.format("table")
+    keep = [f"mkdir \"$__df_dir/keep\" && cp -a {OUTPUTS_DIR}/. \"$__df_dir/keep/\" 2>/dev/null"] if scratch else []
+    restore = [
+        f"find {OUTPUTS_DIR} -mindepth 1 -newer \"$__df_dir/start\" -type f -delete 2>/dev/null",
+        f"find {OUTPUTS_DIR} -mindepth 1 -newer \"$__df_dir/start\" -type d -empty -delete 2>/dev/null",
+        f"cp -a \"$__df_dir/keep/.\" {OUTPUTS_DIR}/ 2>/dev/null",
+    ] if scratch else []
+    written = f"find {OUTPUTS_DIR} -type f -newer \"$__df_dir/start\" 2>/dev/null | sort"
     return "\n".join([
         "__df_dir=$(mktemp -d) || exit 97",
+        *keep,
         "touch \"$__df_dir/start\"",
         "cd /mnt/user-data/workspace 2>/dev/null || true",
         "PYTHONWARNINGS=ignore MPLBACKEND=Agg PYTHONUNBUFFERED=1 python3 - >\"$__df_dir/out\" 2>\"$__df_dir/err\" "
@@ -101,30 +120,37 @@ def _command(code: str) -> str:
         "__df_rc=$?",
         f"echo {shlex.quote(marks[0])}",
         # each file with its first bytes in hex (a chart whose name says PNG must hold a PNG) and its line count
-        f"find {OUTPUTS_DIR} -type f -newer \"$__df_dir/start\" 2>/dev/null | sort | while IFS= read -r __df_f; do "
+        f"{written} | while IFS= read -r __df_f; do "
         "printf '%s\\t%s\\t%s\\n' \"$__df_f\" \"$(head -c 8 \"$__df_f\" | od -An -tx1 | tr -d ' \\n')\" "
         "\"$(wc -l < \"$__df_f\" 2>/dev/null)\"; done",
         f"echo {shlex.quote(marks[1])}",
-        f"tail -c {_MAX_STDERR} \"$__df_dir/err\"",
+        # the start of each text table, behind a marker line naming it
+        f"{written} | while IFS= read -r __df_f; do case \"$__df_f\" in *.csv|*.tsv|*.jsonl) "
+        f"printf '%s%s\\n' {shlex.quote(table)} \"$__df_f\"; head -c {TABLE_HEAD} \"$__df_f\"; echo;; esac; done",
         f"echo {shlex.quote(marks[2])}",
+        f"tail -c {_MAX_STDERR} \"$__df_dir/err\"",
+        f"echo {shlex.quote(marks[3])}",
         f"head -c {_MAX_STDOUT} \"$__df_dir/out\"",
+        *restore,
         "rm -rf \"$__df_dir\"",
         "exit $__df_rc",
     ])
 
 
-def _split(output: str) -> tuple[list[str], list[str], dict[str, int], str, str] | None:
-    """(written, mismatched, lines, stderr, stdout) from the command's marked output; ``None`` if a marker is missing.
+def _split(output: str) -> tuple[list[str], list[str], dict[str, int], dict[str, str], str, str] | None:
+    """(written, mismatched, lines, tables, stderr, stdout) from the command's marked output.
 
-    ``mismatched`` says which written files do not hold what their name says (a ``.png`` of text).
+    ``None`` if a marker is missing. ``mismatched`` says which written files do not hold what their name says
+    (a ``.png`` of text).
     """
-    marks = [_MARK.format(name) for name in ("written", "stderr", "stdout")]
+    marks = [_MARK.format(name) for name in ("written", "tables", "stderr", "stdout")]
     positions = [output.find(mark) for mark in marks]
     if any(p < 0 for p in positions) or positions != sorted(positions):
         return None
     written_text = output[positions[0] + len(marks[0]):positions[1]]
-    stderr = output[positions[1] + len(marks[1]):positions[2]].strip("\n")
-    stdout = output[positions[2] + len(marks[2]):].removeprefix("\n")
+    tables_text = output[positions[1] + len(marks[1]):positions[2]]
+    stderr = output[positions[2] + len(marks[2]):positions[3]].strip("\n")
+    stdout = output[positions[3] + len(marks[3]):].removeprefix("\n")
     stdout = re.sub(r"\n?\[exit code -?\d+\]\s*$", "", stdout)  # the sandboxes' own note
     written: list[str] = []
     mismatched: list[str] = []
@@ -140,7 +166,12 @@ def _split(output: str) -> tuple[list[str], list[str], dict[str, int], str, str]
         kind = _KIND_OF_SUFFIX.get(path.rsplit(".", 1)[-1].lower()) if "." in path else None
         if kind is not None and not magic.lower().startswith(_MAGIC[kind]):
             mismatched.append(f"{path} is not a {kind} file")
-    return written, mismatched, lines, stderr, stdout.rstrip("\n")
+    tables: dict[str, str] = {}
+    for chunk in tables_text.split(_MARK.format("table"))[1:]:
+        path, _, text = chunk.partition("\n")
+        if path.strip() in written:
+            tables[path.strip()] = text.rstrip("\n")[:TABLE_HEAD]
+    return written, mismatched, lines, tables, stderr, stdout.rstrip("\n")
 
 
 def _virtualize_written(sandbox: Sandbox, written: list[str]) -> None:
@@ -160,17 +191,21 @@ def _virtualize_written(sandbox: Sandbox, written: list[str]) -> None:
             sandbox.write_file(path, fixed)
 
 
-def run_program(sandbox: Sandbox, code: str) -> ProgramRun:
-    """Run ``code`` with the sandbox's ``python3`` (see the module docstring)."""
+def run_program(sandbox: Sandbox, code: str, *, scratch: bool = False) -> ProgramRun:
+    """Run ``code`` with the sandbox's ``python3`` (see the module docstring).
+
+    ``scratch``: the outputs folder is put back as it was once the program's files are reported.
+    """
     if _EOF in code:
         raise ValueError(f"the program must not contain the line {_EOF}")
-    result = sandbox.execute_command(_command(code))
+    result = sandbox.execute_command(_command(code, scratch=scratch))
     parts = _split(result.output)
     if parts is None:  # the shell part failed (or the output was cut): report it whole
         return ProgramRun("", result.output.strip(), result.exit_code, result.timed_out, [])
-    written, mismatched, lines, stderr, stdout = parts
-    _virtualize_written(sandbox, written)
-    return ProgramRun(stdout, stderr, result.exit_code, result.timed_out, written, mismatched, lines)
+    written, mismatched, lines, tables, stderr, stdout = parts
+    if not scratch:
+        _virtualize_written(sandbox, written)
+    return ProgramRun(stdout, stderr, result.exit_code, result.timed_out, written, mismatched, lines, tables)
 
 
 _UPLOADS = "/mnt/user-data/uploads/"
@@ -243,7 +278,7 @@ def _shown(text: str, limit: int = _MAX_SHOWN) -> str:
     return f"{head}\n... ({len(text) - len(head) - len(tail)} characters not shown) ...\n{tail}"
 
 
-def _result_text(run: ProgramRun) -> str:
+def _result_text(run: ProgramRun, scratch: bool = False) -> str:
     if run.timed_out:
         return "Error: the program was stopped at the sandbox's time limit.\n" + _shown(run.stdout, 1000)
     if not run.ok:
@@ -251,10 +286,22 @@ def _result_text(run: ProgramRun) -> str:
         return f"Error (exit code {run.exit_code}):\n{trim_traceback(run.stderr)}\n{printed}".rstrip()
     text = _shown(run.stdout) if run.stdout.strip() else "(the program printed nothing)"
     if run.written:
-        text += "\n\nFiles written: " + ", ".join(run.written)
+        text += ("\n\nFiles written (by a check, then put back): " if scratch else "\n\nFiles written: ") + \
+            ", ".join(run.written)
     if run.mismatched:
         text += "\nWarning: " + "; ".join(run.mismatched) + " (save it with the matching library call)"
     return text
+
+
+def _scratch_call(runtime: Runtime) -> bool:
+    """Whether this call was made by a message marked :data:`SCRATCH_FLAG`."""
+    call_id = getattr(runtime, "tool_call_id", None)
+    state = getattr(runtime, "state", None)
+    messages = state.get("messages", []) if isinstance(state, dict) else getattr(state, "messages", [])
+    for message in reversed(messages or []):
+        if call_id and any(call.get("id") == call_id for call in getattr(message, "tool_calls", None) or []):
+            return bool(getattr(message, "additional_kwargs", {}).get(SCRATCH_FLAG))
+    return False
 
 
 def _python(
@@ -273,15 +320,16 @@ def _python(
             raise ValueError(f"the program would overwrite the user's upload {overwritten[0]}: uploaded files are "
                              f"never changed; save new files under {OUTPUTS_DIR}/ instead")
         sandbox = get_sandbox(runtime)
-        run = run_program(sandbox, code)
+        scratch = _scratch_call(runtime)
+        run = run_program(sandbox, code, scratch=scratch)
     except (OSError, ValueError) as exc:
         return error_reply(runtime, "python", exc, sandbox)
     status = "success" if run.ok else "error"
     error_type = None if run.ok else ("timeout" if run.timed_out else "command_failed")
-    result = Reply(_result_text(run), status=status, error_type=error_type,  # type: ignore[arg-type]
+    result = Reply(_result_text(run, scratch), status=status, error_type=error_type,  # type: ignore[arg-type]
                    additional_kwargs={PROGRAM_KEY: run.as_dict()}, meta={"exit_code": run.exit_code})
     message = reply(runtime, "python", result)
-    if not (present_outputs and run.written and isinstance(message, ToolMessage)):
+    if scratch or not (present_outputs and run.written and isinstance(message, ToolMessage)):
         return message
     return presented(message, list(run.written))
 

@@ -48,6 +48,19 @@ def _decide(messages: list[Any]) -> Any:
         return _program(load + "from pathlib import Path\np = Path('/mnt/user-data/workspace/rows.txt')\n"
                         "n = int(p.read_text()) + 1 if p.exists() else 1\np.write_text(str(n))\n"
                         f"df.head(n).to_csv('{OUT}/east.csv', index=False)\nprint('rows kept: East')\n")
+    if "one row at a time" in question:  # each run writes another row: same length, other values
+        return _program(load + "from pathlib import Path\np = Path('/mnt/user-data/workspace/row.txt')\n"
+                        "n = int(p.read_text()) + 1 if p.exists() else 1\np.write_text(str(n))\n"
+                        f"df.iloc[[(n - 1) % 3]][['units']].to_csv('{OUT}/one.csv', index=False)\n")
+    if "second row thoughts" in question:  # the first run writes row 1, later runs row 2: two checks outvote it
+        return _program(load + "from pathlib import Path\np = Path('/mnt/user-data/workspace/pick.txt')\n"
+                        "n = int(p.read_text()) + 1 if p.exists() else 1\np.write_text(str(n))\n"
+                        f"df.iloc[[min(n, 2) - 1]][['units']].to_csv('{OUT}/pick.csv', index=False)\n")
+    if "with the columns region and units" in question:  # a Series saved without its index, then the fix
+        if "the columns region, units" in messages[-1].text:  # the hint names what the table lacks
+            return _program(load + f"t = df.groupby('region')['units'].sum().reset_index()\n"
+                            f"t.to_csv('{OUT}/by_region.csv', index=False)\n")
+        return _program(load + f"df.groupby('region')['units'].sum().to_csv('{OUT}/by_region.csv', index=False)\n")
     if "both parts" in question:  # the first run answers one part, later runs both
         return _program(load + "from pathlib import Path\np = Path('/mnt/user-data/workspace/parts.txt')\n"
                         "n = int(p.read_text()) + 1 if p.exists() else 1\np.write_text(str(n))\n"

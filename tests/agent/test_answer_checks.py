@@ -314,3 +314,51 @@ def test_open_ended_age_bins_follow_the_question():
     code = "df['g'] = pd.cut(df['Age'], bins=[0, 18, 65, 120], labels=['child', 'adult', 'senior'])"
     assert fix_bins(code, asked) == ("df['g'] = pd.cut(df['Age'], bins=[-float('inf'), 18, 65, float('inf')], "
                                      "labels=['child', 'adult', 'senior'], right=False)")
+
+
+def test_written_tables_agree_by_their_rows_not_their_column_names():
+    from deerflow_nb.agent.answer_agreement import same_tables, table_rows
+
+    out = "/mnt/user-data/outputs/t.csv"
+    east = {"lines": {out: 4}, "tables": {out: "product,revenue\nGadget,240.0\nWidget,190.0\nGizmo,61.0"}}
+    renamed = {"lines": {out: 4}, "tables": {out: "product,total_revenue\nWidget,190\nGadget,240\nGizmo,61"}}
+    north = {"lines": {out: 4}, "tables": {out: "product,revenue\nGadget,216.0\nWidget,114.0\nGizmo,45.75"}}
+    shorter = {"lines": {out: 3}, "tables": {out: "product,revenue\nGadget,240.0\nWidget,190.0"}}
+    assert same_tables(east, renamed, "revenue per product")
+    assert not same_tables(east, north, "revenue per product")  # one length, other values
+    assert not same_tables(east, shorter)
+    assert same_tables(east, {"lines": {}, "tables": {}})  # nothing in common to compare
+    assert table_rows("x.csv", 'name,note\n"Smith, J",a b\n') == ["Smith, J  a b"]
+    assert table_rows("x.tsv", "a\tb\n1\t\n") == ["1  -"]
+    assert table_rows("x.jsonl", '{"g": "x", "v": 1.5}\n{"g": "y", "v": 2}') == ["x  1.5", "y  2"]
+    assert table_rows("x.csv", "a\n1\n2\n3", cut=True) == ["1", "2"]  # the last row may be partial
+
+
+def test_the_columns_a_question_asks_a_table_to_have():
+    from deerflow_nb.agent.program_checks import asked_columns
+
+    assert asked_columns("saved to /mnt/user-data/outputs/b.csv with the columns product and revenue") == [
+        "product", "revenue"]
+    assert asked_columns("write it with columns city, year, and total") == ["city", "year", "total"]
+    assert asked_columns("having the column names `name` and 'score'") == ["name", "score"]
+    assert asked_columns("the correlation between the columns a and b") == []  # about the input's columns
+    assert asked_columns("rows with the column x missing") == []
+
+
+def test_a_tuple_of_grouped_columns_becomes_a_list():
+    import pandas as pd
+
+    from deerflow_nb.agent.program_fixes import list_grouped_columns
+
+    code = ("t = df.groupby('region')['units', 'revenue'].sum()\n"
+            "u = df.groupby(['region', 'product'])[('units', 'revenue')].mean()\nv = df[['units']]\n")
+    fixed = list_grouped_columns(code)
+    assert fixed == ("t = df.groupby('region')[['units', 'revenue']].sum()\n"
+                     "u = df.groupby(['region', 'product'])[(['units', 'revenue'])].mean()\nv = df[['units']]\n")
+    df = pd.DataFrame({"region": ["a", "a", "b"], "product": ["x", "y", "x"], "units": [1, 2, 3],
+                       "revenue": [1.0, 2.0, 3.0]})
+    scope = {"df": df}
+    exec(fixed, scope)  # what the program meant, and it runs
+    assert scope["t"].to_dict() == {"units": {"a": 3, "b": 3}, "revenue": {"a": 3.0, "b": 3.0}}
+    assert list_grouped_columns("y = d['a', 'b']\n") == "y = d['a', 'b']\n"  # not after a groupby: a MultiIndex key
+    assert list_grouped_columns("def (:\n") == "def (:\n"

@@ -113,7 +113,7 @@ def test_programs_that_do_not_parse_get_no_misread_hint():
     ("AttributeError: Can only use .dt accessor with datetimelike values", "pd.to_datetime"),
     ("TypeError: unsupported operand type(s) for -: 'str' and 'int'", "pd.to_numeric"),
     ("ValueError: Cannot subset columns with a tuple with more than one element. Use a list instead.",
-     "[['a', 'b']]"),
+     "[['first_column', 'second_column']]"),
     ("ZeroDivisionError: division by zero", ""),
 ])
 def test_errors_small_models_repeat_get_a_hint(stderr, needle):

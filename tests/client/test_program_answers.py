@@ -80,7 +80,7 @@ def test_a_report_is_written_from_the_confirmed_answer_and_presented_with_virtua
     assert answer == f"rows: 3\n\nSaved: `{OUT}/sales_report.md`"
     calls = [m for m in thread.messages if isinstance(m, AIMessage) and m.tool_calls]
     assert [sorted(k for k in c.additional_kwargs if k.startswith("deerflow_")) for c in calls] == [
-        [], ["deerflow_check"], ["deerflow_report"]]
+        [], ["deerflow_check", "deerflow_scratch"], ["deerflow_report"]]
     # the program was told that the report is written for it (the scripted model then does not write it)
     assert "open(" not in calls[0].tool_calls[0]["args"]["code"]
     tools = [m for m in thread.messages if isinstance(m, ToolMessage)]
@@ -122,7 +122,43 @@ def test_tables_of_different_lengths_are_not_an_agreement(agent, sales):
     with pytest.raises(AnswerError) as caught:
         run.wait()
     assert caught.value.stop_reason == "ungrounded_answer"
-    assert caught.value.cause.endswith(f"wrote tables of different lengths ({OUT}/east.csv: 2 | 3 | 4 lines)")
+    assert caught.value.cause.endswith(f"wrote different tables ({OUT}/east.csv: 2 | 3 | 4 lines)")
+
+
+def test_tables_of_one_length_with_other_values_are_not_an_agreement_and_checks_change_no_file(agent, sales):
+    thread = _thread(agent, sales)
+    run = thread.start(f"Save {UP}/sales.csv one row at a time to {OUT}/one.csv")
+    with pytest.raises(AnswerError) as caught:
+        run.wait()
+    assert caught.value.stop_reason == "ungrounded_answer"
+    assert caught.value.cause.endswith(f"wrote different tables ({OUT}/one.csv: 2 | 2 | 2 lines)")
+    tools = [m for m in thread.messages if isinstance(m, ToolMessage)]
+    assert [m.additional_kwargs[PROGRAM_KEY]["tables"] for m in tools] == [
+        {f"{OUT}/one.csv": f"units\n{units}"} for units in (3, 5, 1)]
+    assert ["put back" in m.text for m in tools] == [False, True, True]
+    assert thread.load("one.csv")["units"].tolist() == [3]  # the checks' files were put back: the first one's
+
+
+def test_checks_that_outvote_the_first_program_write_their_files(agent, sales):
+    thread = _thread(agent, sales)
+    assert thread.chat(f"Any second row thoughts about {UP}/sales.csv? Save to {OUT}/pick.csv") == (
+        f"Saved: `{OUT}/pick.csv`")
+    tools = [m for m in thread.messages if isinstance(m, ToolMessage)]
+    assert [m.additional_kwargs[PROGRAM_KEY]["tables"][f"{OUT}/pick.csv"] for m in tools] == [
+        "units\n3", "units\n5", "units\n5", "units\n5"]  # the answer, two checks, the checks' program again
+    assert ["put back" in m.text for m in tools] == [False, True, True, False]
+    assert thread.load("pick.csv")["units"].tolist() == [5]
+
+
+def test_a_table_without_the_asked_columns_is_written_again(agent, sales):
+    thread = _thread(agent, sales)
+    answer = thread.chat(f"Units per region of {UP}/sales.csv, saved to {OUT}/by_region.csv with the columns region "
+                         "and units")
+    assert answer == f"Saved: `{OUT}/by_region.csv`"
+    first = [m for m in thread.messages if isinstance(m, ToolMessage)][0]
+    assert first.additional_kwargs[PROGRAM_KEY]["tables"] == {f"{OUT}/by_region.csv": "units\n4\n5"}
+    table = thread.load("by_region.csv")
+    assert table.columns.tolist() == ["region", "units"] and table["units"].tolist() == [4, 5]
 
 
 def test_an_answer_missing_a_part_a_check_answers_is_not_confirmed_by_it(agent, sales):

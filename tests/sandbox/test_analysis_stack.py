@@ -147,3 +147,18 @@ def test_local_overrides_a_kernel_backend_and_finds_a_writable_cache(
     assert "deerflow-nb-matplotlib-" in sandbox.command_env({})["MPLCONFIGDIR"]
     monkeypatch.setenv("HOME", str(tmp_path))
     assert "MPLCONFIGDIR" not in sandbox.command_env({})
+
+
+def test_a_check_program_leaves_the_outputs_folder_as_it_found_it(analysis_sandbox: Sandbox) -> None:
+    from deerflow_nb.tools.python_tool import run_program
+
+    analysis_sandbox.write_file(f"{OUT}/t.csv", "product,revenue\nA,3\n")
+    code = (f"import pandas as pd\npd.DataFrame({{'revenue': [3]}}).to_csv('{OUT}/t.csv', index=False)\n"
+            f"open('{OUT}/new.txt', 'w').write('x')\nprint('ok')\n")
+    run = run_program(analysis_sandbox, code, scratch=True)
+    assert run.ok and run.stdout == "ok", run.stderr
+    assert run.written == [f"{OUT}/new.txt", f"{OUT}/t.csv"] and run.tables == {f"{OUT}/t.csv": "revenue\n3"}
+    assert analysis_sandbox.read_file(f"{OUT}/t.csv") == "product,revenue\nA,3\n"
+    assert not analysis_sandbox.exists(f"{OUT}/new.txt")
+    kept = run_program(analysis_sandbox, code)
+    assert kept.tables == run.tables and analysis_sandbox.read_file(f"{OUT}/t.csv") == "revenue\n3\n"

@@ -155,3 +155,45 @@ def test_a_single_file_is_df_and_an_unreadable_one_says_why(sandbox):
     assert preview.variables == {f"{UP}/one.csv": "df"}
     assert preview.prelude == f"import pandas as pd\ndf = pd.read_csv('{UP}/one.csv')"
     assert f"{UP}/bad.parquet: " in preview.text
+
+
+def test_the_start_of_each_written_table_is_kept(sandbox, context):
+    code = (f"import pandas as pd\ndf = pd.DataFrame({{'g': ['x', 'y'], 'v': [1.5, 2]}})\n"
+            f"df.to_csv('{OUT}/t.csv', index=False)\ndf.to_csv('{OUT}/big.tsv', sep='\\t', index=False)\n"
+            f"open('{OUT}/n.md', 'w').write('# not a table')\n"
+            f"pd.DataFrame({{'a': range(3000)}}).to_csv('{OUT}/long.csv', index=False)\n")
+    run = _call(python_tool(), context, code=code).additional_kwargs[PROGRAM_KEY]
+    tables = run["tables"]
+    assert tables[f"{OUT}/t.csv"] == "g,v\nx,1.5\ny,2.0"
+    assert tables[f"{OUT}/big.tsv"] == "g\tv\nx\t1.5\ny\t2.0"
+    assert f"{OUT}/n.md" not in tables
+    assert tables[f"{OUT}/long.csv"].startswith("a\n0\n1\n") and 3_990 < len(tables[f"{OUT}/long.csv"]) <= 4_000
+
+
+def test_a_call_marked_scratch_puts_the_outputs_folder_back(sandbox, context):
+    from langchain_core.messages import AIMessage
+
+    from deerflow_nb.tools.python_tool import SCRATCH_FLAG
+    from tests.tools.conftest import make_runtime
+
+    sandbox.write_file(f"{OUT}/t.csv", "product,revenue\nA,3\n")
+    sandbox.write_file(f"{OUT}/keep.txt", "kept")
+    code = (f"open('{OUT}/t.csv', 'w').write('revenue\\n3\\n')\nopen('{OUT}/new.png', 'wb').write(b'x')\n"
+            f"import os\nos.makedirs('{OUT}/sub')\nopen('{OUT}/sub/a.csv', 'w').write('a\\n1\\n')\n"
+            f"os.remove('{OUT}/keep.txt')\nprint('done')\n")
+    tool = python_tool(present_outputs=True)
+    call = {"name": "python", "args": {"code": code}, "id": "call-9", "type": "tool_call"}
+    runtime = make_runtime(context, tool_call_id="call-9")
+    runtime.state["messages"] = [AIMessage(content="", tool_calls=[call], additional_kwargs={SCRATCH_FLAG: True})]
+    result = tool.invoke({**call, "args": {"code": code, "runtime": runtime}})
+    assert isinstance(result, ToolMessage)  # nothing presented: the files are gone again
+    run = result.additional_kwargs[PROGRAM_KEY]
+    assert run["tables"] == {f"{OUT}/sub/a.csv": "a\n1", f"{OUT}/t.csv": "revenue\n3"}  # what the check wrote
+    assert "put back" in result.content
+    assert sandbox.read_file(f"{OUT}/t.csv") == "product,revenue\nA,3\n"  # the answer's file is untouched
+    assert sandbox.read_file(f"{OUT}/keep.txt") == "kept"
+    assert not sandbox.exists(f"{OUT}/new.png") and not sandbox.exists(f"{OUT}/sub")
+    # the same program, not marked, changes the folder
+    runtime.state["messages"] = [AIMessage(content="", tool_calls=[call])]
+    tool.invoke({**call, "args": {"code": code, "runtime": runtime}})
+    assert sandbox.read_file(f"{OUT}/t.csv") == "revenue\n3\n" and sandbox.exists(f"{OUT}/new.png")

@@ -32,13 +32,13 @@ from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResp
 from langchain.agents.middleware.types import ModelCallResult
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from deerflow_nb.agent.answer_agreement import agree, answer_parts
+from deerflow_nb.agent.answer_agreement import agree, answer_parts, same_tables
 from deerflow_nb.agent.answer_format import format_output
 from deerflow_nb.agent.answer_report import report_note, report_paths, report_program, report_text
 from deerflow_nb.agent.middlewares._base import context_of, last_ai
 from deerflow_nb.agent.middlewares.answer_check import PROGRAM_ANSWER
 from deerflow_nb.agent.program_checks import misread, output_problem
-from deerflow_nb.agent.program_fixes import add_missing_imports
+from deerflow_nb.agent.program_fixes import add_missing_imports, list_grouped_columns
 from deerflow_nb.agent.program_misreads import (
     count_rows,
     fix_bins,
@@ -52,7 +52,7 @@ from deerflow_nb.errors import AnswerError
 from deerflow_nb.tools.data_join import with_join
 from deerflow_nb.tools.data_preview import DataPreview, data_files, preview_files, render_preview
 from deerflow_nb.tools.present_files import OUTPUTS_DIR
-from deerflow_nb.tools.python_tool import PROGRAM_KEY
+from deerflow_nb.tools.python_tool import PROGRAM_KEY, SCRATCH_FLAG, TABLE_HEAD
 
 __all__ = ["CHECK_TEMPERATURE", "CODE_TOOL", "REPAIR_TEMPERATURES", "ProgramAnswerMiddleware", "is_internal",
            "requested_outputs",
@@ -134,6 +134,12 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         reporting = _flagged_calls(after, _REPORT_FLAG)
         if last.tool_call_id in reporting:  # the reports are written: the answer they were written from
             return _reported(last, reporting[last.tool_call_id], run_id)
+        asked = _asked(request)
+        outputs = requested_outputs(asked)
+        reports = report_paths(outputs)
+        adopting = _flagged_calls(after, _ADOPT_FLAG)
+        if last.tool_call_id in adopting:  # a check's program, run again to keep its files: the answer
+            return self._adopted(last, asked, reports, run_id)
         checks_ids = set(_flagged_calls(after, _CHECK_FLAG))
         codes = _call_codes(after)
         entries = [({**(m.additional_kwargs.get(PROGRAM_KEY) or {}), "code": codes.get(m.tool_call_id, "")},
@@ -141,9 +147,6 @@ class ProgramAnswerMiddleware(AgentMiddleware):
                    and m.name == CODE_TOOL and m.tool_call_id not in reporting]
         main = [run for run, check in entries if not check]
         checks = [run for run, check in entries if check]
-        asked = _asked(request)
-        outputs = requested_outputs(asked)
-        reports = report_paths(outputs)
         requested = [path for path in outputs if path not in reports]  # the files the programs must write
         written = [path for run, _ in entries for path in run.get("written", [])]
         cached = context_of(request).extra.get(_PREVIEW_KEY)
@@ -163,11 +166,12 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             final = main[-1]
             detail = str(final.get("stderr") or "").strip().splitlines()[-1:] if final.get("exit_code") else []
             cause = (f"could not compute an answer: {len(main)} programs were tried and the last one "
-                     f"{_describe(reason, requested, written)}" + (f" ({detail[0][:200]})" if detail else ""))
+                     f"{_describe(reason, requested, written, hint)}" + (f" ({detail[0][:200]})" if detail else ""))
             return "fail", AnswerError(cause, run_id=run_id, stop_reason=reason, cause=cause)
         # a check: an independent program must reach the same answer
         answer = main[-1]
-        usable = [run for run in checks if self.problem(run, requested, written, preview, asked, reports) is None
+        usable = [run for run in checks if self.problem(run, requested, run.get("written") or [], preview, asked,
+                                                        reports) is None
                   and misread(run, asked, preview) is None]  # a check that misreads the question confirms nothing
         runs = [answer, *usable]
         stdout = [str(run.get("stdout") or "") for run in runs]
@@ -176,15 +180,17 @@ class ProgramAnswerMiddleware(AgentMiddleware):
 
         def same(i: int, j: int) -> bool:
             """Whether ``j`` confirms ``i``: the same values and tables, and ``i`` answers no fewer parts."""
-            return agree(stdout[i], stdout[j], asked) and _same_tables(runs[i], runs[j]) and parts[i] >= parts[j]
+            return (agree(stdout[i], stdout[j], asked) and same_tables(runs[i], runs[j], asked, TABLE_HEAD)
+                    and parts[i] >= parts[j])
 
         for i, j in ((0, k) for k in range(1, len(stdout))):
             if same(i, j):
                 return "answer", self._answer(answer, asked, reports)
         if len(usable) >= 2:  # two checks outvote the first answer
             for i, j in ((1, 2), (2, 1)):
-                if same(i, j):
-                    return "answer", self._answer(runs[i], asked, reports)
+                if same(i, j):  # a check's files were put back: its program runs again to write them
+                    return "answer", (_adopt(runs[i]) if runs[i].get("written") else
+                                      self._answer(runs[i], asked, reports))
         if len(checks) < self.check_programs:
             return "check", None
         if not usable:  # the checks failed to run: nothing contradicts the answer
@@ -192,8 +198,8 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         cause = ("could not confirm an answer: independent programs computed different results ("
                  + " | ".join(_one_line(text) for text in stdout) + ")")
         tables = sorted({path for run in runs for path in run.get("lines") or {}})
-        if tables and not all(_same_tables(runs[0], run) for run in runs[1:]):
-            cause += "; wrote tables of different lengths (" + "; ".join(
+        if tables and not all(same_tables(runs[0], run, asked, TABLE_HEAD) for run in runs[1:]):
+            cause += "; wrote different tables (" + "; ".join(
                 f"{path}: " + " | ".join(str((run.get("lines") or {}).get(path, "-")) for run in runs)
                 + " lines" for path in tables) + ")"
         return "fail", AnswerError(cause, run_id=run_id, stop_reason="ungrounded_answer", cause=cause)
@@ -218,6 +224,15 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             return AIMessage(content="", tool_calls=[call], id=f"lc_run--{uuid.uuid4()}",
                              additional_kwargs={_REPORT_FLAG: answer})
         return _final(answer)
+
+    def _adopted(self, result: ToolMessage, asked: str, reports: Sequence[str], run_id: str | None) -> tuple[str, Any]:
+        """The step after a check's program ran again for its files: its answer, or an honest failure."""
+        run = result.additional_kwargs.get(PROGRAM_KEY) or {}
+        if run.get("exit_code") in (0, None) and result.status != "error":
+            return "answer", self._answer(run, asked, reports)
+        detail = (str(run.get("stderr") or result.text).strip().splitlines() or [""])[-1][:200]
+        cause = f"could not write the confirmed answer's files: {detail}"
+        return "fail", AnswerError(cause, run_id=run_id, stop_reason="undelivered_outputs", cause=cause)
 
     # -- the request ---------------------------------------------------------------------------------
 
@@ -334,13 +349,14 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         for call in message.tool_calls:
             code = (call.get("args") or {}).get("code")
             if call.get("name") == CODE_TOOL and isinstance(code, str):
-                code = fix_ttest_variance(add_missing_imports(code), asked)
+                code = fix_ttest_variance(add_missing_imports(list_grouped_columns(code)), asked)
                 code = fix_bins(keep_needed_rows(code, asked, preview.columns), asked)
                 code = fix_precedence(code, list(preview.columns) or ["df"])
                 code = count_rows(code, asked, sorted({c for cols in preview.gaps.values() for c in cols}))
                 call = {**call, "args": {**call["args"], "code": code}}
             calls.append(call)
-        kwargs = {**message.additional_kwargs, _CHECK_FLAG: True} if check else message.additional_kwargs
+        kwargs = {**message.additional_kwargs, _CHECK_FLAG: True, SCRATCH_FLAG: True} if check \
+            else message.additional_kwargs  # a check's files are compared, then the answer's put back
         fixed = message.model_copy(update={"tool_calls": calls, "additional_kwargs": kwargs})
         return ModelResponse(result=[fixed if m is message else m for m in response.result],
                              structured_response=response.structured_response)
@@ -395,6 +411,14 @@ def _places(word: str) -> int:
 
 _CHECK_FLAG = "deerflow_check"
 _REPORT_FLAG = "deerflow_report"
+_ADOPT_FLAG = "deerflow_adopt"
+
+
+def _adopt(run: dict[str, Any]) -> AIMessage:
+    """A call running a check's program again, this time keeping its files (the checks outvoted the answer)."""
+    call = {"name": CODE_TOOL, "args": {"code": str(run.get("code") or "")}, "id": f"call_{uuid.uuid4().hex[:24]}",
+            "type": "tool_call"}
+    return AIMessage(content="", tool_calls=[call], id=f"lc_run--{uuid.uuid4()}", additional_kwargs={_ADOPT_FLAG: True})
 
 
 def _call_codes(after: Sequence[BaseMessage]) -> dict[str, str]:
@@ -407,12 +431,6 @@ def _flagged_calls(after: Sequence[BaseMessage], flag: str) -> dict[str, Any]:
     """Tool calls of this turn made by a message marked with ``flag`` (a check, a report): call id → the mark."""
     return {str(call.get("id")): m.additional_kwargs[flag] for m in after
             if isinstance(m, AIMessage) and m.additional_kwargs.get(flag) for call in m.tool_calls}
-
-
-def _same_tables(first: dict[str, Any], second: dict[str, Any]) -> bool:
-    """Whether the text tables both programs wrote have as many lines (rows) in each."""
-    a, b = first.get("lines") or {}, second.get("lines") or {}
-    return all(a[path] == b[path] for path in a.keys() & b.keys())
 
 
 def _final(text: str) -> AIMessage:
@@ -435,10 +453,12 @@ def _one_line(text: str, limit: int = 120) -> str:
     return flat if len(flat) <= limit else flat[:limit - 3] + "..."
 
 
-def _describe(reason: str, requested: Sequence[str], written: Sequence[str]) -> str:
+def _describe(reason: str, requested: Sequence[str], written: Sequence[str], hint: str = "") -> str:
     if reason == "undelivered_outputs":
         missing = [p for p in requested if p not in written]
-        return ("did not write " + ", ".join(missing)) if missing else "wrote a file that is not what its name says"
+        if missing:
+            return "did not write " + ", ".join(missing)
+        return "wrote a file that is not what was asked (" + re.split(r"\.(?:\s|$)", hint, maxsplit=1)[0] + ")"
     if reason == "empty_answer":
         return "printed nothing"
     return "did not produce a usable result"
