@@ -111,7 +111,14 @@ def ask(agent: Any, task: Any) -> dict[str, Any]:
     start = time.time()
     first = text = None
     run = thread.start(task.question)
+    timeline: list[tuple[float, str]] = []  # when each kind of message began to stream: model turns, tool results
     for event in run.events():
+        if event.type == "messages-tuple":
+            chunk = event.data[0] if isinstance(event.data, list | tuple) and event.data else event.data
+            kind = str(chunk.get("type")) if isinstance(chunk, dict) else "?"
+            kind = "tool" if kind == "tool" else "ai"
+            if not timeline or timeline[-1][1] != kind:
+                timeline.append((round(time.time() - start, 2), kind))
         if first is None and event.type in ("progress", "messages-tuple", "custom"):
             first = time.time()
         if text is None and event.type == "messages-tuple" and _ai_text(event.data).strip():
@@ -138,7 +145,7 @@ def ask(agent: Any, task: Any) -> dict[str, Any]:
             for m in messages if m.type == "tool"]
     return {"answer": answer, "status": status, "reason": reason, "took": took,
             "first_event": (first or time.time()) - start, "first_text": (text or time.time()) - start,
-            "outputs": outputs, "programs": programs, "runs": runs,
+            "outputs": outputs, "programs": programs, "runs": runs, "timeline": timeline,
             "presented": list(thread.state.get("artifacts") or [])}
 
 

@@ -22,7 +22,8 @@ from typing import Any
 from deerflow_nb.agent.answer_checks import Number, find_numbers
 from deerflow_nb.agent.answer_format import PANDAS_FOOTER as _FOOTER
 
-__all__ = ["AnswerValues", "agree", "answer_parts", "answer_values", "same_tables", "table_rows"]
+__all__ = ["AnswerValues", "agree", "answer_parts", "answer_values", "covers", "same_tables",
+           "table_rows"]
 
 _INDEX = re.compile(r"^\s*\d+\s{2,}")  # a DataFrame's row number at the start of a table row
 _WORD = re.compile(r"[A-Za-z][\w\-/.]*[\w]|[A-Za-z]")
@@ -58,6 +59,13 @@ def _value_part(line: str) -> tuple[str, bool]:
     return line, False  # a sentence ("bar chart saved to ..."): its numbers and paths only
 
 
+def _index_name(lines: list[str], at: int) -> bool:
+    """Whether line ``at`` is a table's index name: one word, no digit, above a row of the table."""
+    word = lines[at].strip()
+    return (bool(word) and len(word.split()) == 1 and not any(ch.isdigit() for ch in word)
+            and at + 1 < len(lines) and bool(_TABLE_ROW.search(lines[at + 1].strip())))
+
+
 def answer_values(stdout: str, question: str = "", *, question_words: bool = False) -> AnswerValues:
     """The values of a program's output (see the module docstring).
 
@@ -68,8 +76,11 @@ def answer_values(stdout: str, question: str = "", *, question_words: bool = Fal
     asked_words = {w.lower() for w in _WORD.findall(question)}
     numbers: list[Number] = []
     names: set[str] = set()
-    for line in stdout.splitlines():
+    lines = stdout.splitlines()
+    for at, line in enumerate(lines):
         if _FOOTER.match(line.strip()):  # pandas' "Name: points, dtype: float64" under a Series: not a value
+            continue
+        if _index_name(lines, at):  # "Sqft_bin" above a table: one output names its index, another not, or so
             continue
         part, words = _value_part(line)
         numbers += [n for n in find_numbers(part) if round(n.value, 6) not in asked]
@@ -217,3 +228,12 @@ def same_tables(first: Mapping[str, Any], second: Mapping[str, Any], question: s
         if not agree("\n".join(a_rows[:rows]), "\n".join(b_rows[:rows]), question):
             return False
     return True
+def covers(first: str, second: str, question: str = "") -> bool:
+    """Whether ``first`` answers every part ``second`` does: as many answer lines, or every value of it.
+
+    "month with the highest revenue: November 68277.31" covers "month: November" and "revenue: 68277.31".
+    """
+    if answer_parts(first, question) >= answer_parts(second, question):
+        return True
+    a, b = answer_values(first, question), answer_values(second, question)
+    return _contained(b.numbers, a.numbers) and b.names <= a.names

@@ -13,7 +13,7 @@ from __future__ import annotations
 import decimal
 import re
 
-__all__ = ["PANDAS_FOOTER", "format_output", "pad_decimals", "shorten_floats"]
+__all__ = ["PANDAS_FOOTER", "format_answer", "format_output", "pad_decimals", "part_places", "shorten_floats"]
 
 _LONG_FLOAT = re.compile(r"(?<![\w.])-?\d+\.\d{7,}(?:[eE][-+]?\d+)?(?![\w.])")
 _DECIMAL = re.compile(r"(?<![\w.])(-?\d+)\.(\d+)(?![\w.]|e[-+]?\d)")
@@ -95,3 +95,104 @@ def format_output(stdout: str, *, shorten: bool = True, decimals: int | None = N
         else:
             text += piece + "  \n"
     return text.strip().removesuffix("  ").strip()
+
+
+#: The question asks for a precision: every decimal is kept (no shortening to six significant digits).
+PRECISION = re.compile(r"\b(?:decimals?|decimal places|significant|digits|precision)\b", re.IGNORECASE)
+# "round to 2 decimals", "with 1 decimal place", "2 d.p."
+_PLACES = re.compile(r"\b([0-6]|one|two|three|four|five|six)\s*(?:decimals?|decimal places?|d\.p\.|dp)\b",
+                     re.IGNORECASE)
+_NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+# "as a whole number", "to the nearest integer", "no decimals"
+_WHOLE_NUMBER = re.compile(r"\bwhole numbers?\b|\bnearest (?:whole )?(?:integer|number|unit)\b|\bas an? integer\b"
+                           r"|\b(?:no|without) decimals?\b", re.IGNORECASE)
+# where a question's parts end: "(2)", "?", ";", a sentence, "Also", "and what/which/how"
+_CLAUSE_END = re.compile(r"\(\d\)|\?|;|(?<=[a-z)])\.\s|\balso\b|\band (?=(?:what|which|how|give|the)\b)", re.IGNORECASE)
+_FORMAT_WORDS = frozenset("""a an the as of to in with and or its it round rounded rounding give report state write
+    answer number numbers whole integer nearest decimal decimals places place dp value values please also
+    what which how is are was be one two three four five six significant digits form""".split())
+
+
+def _places(word: str) -> int:
+    return int(word) if word.isdigit() else _NUMBER_WORDS[word.lower()]
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z][a-z0-9]+", text.lower()) if w not in _FORMAT_WORDS}
+
+
+def part_places(asked: str) -> list[tuple[frozenset[str], int]]:
+    """Each part of ``asked`` that names a precision: the part's own words and its decimal places (0: whole).
+
+    A part whose words are only the format ("Round to 2 decimals.") has no words: it is about every value.
+    """
+    out = []
+    for clause in _CLAUSE_END.split(re.sub(r"\S*/\S*", " ", asked)):
+        places = 0 if _WHOLE_NUMBER.search(clause) else None
+        if places is None and (match := _PLACES.search(clause)):
+            places = _places(match.group(1))
+        if places is not None:
+            out.append((frozenset(_words(clause)), places))
+    return out
+
+
+def _round_to(match: re.Match[str], places: int) -> str:
+    number = decimal.Decimal(match.group(0).replace(",", ""))
+    exact = number.quantize(decimal.Decimal(1).scaleb(-places), rounding=decimal.ROUND_HALF_UP)
+    return f"{exact:f}"
+
+
+_VALUE_NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*\.\d+(?![\w.])|(?<![\w.,])-?\d+(?![\w.,])")
+
+
+def _fit_line(line: str, places: int) -> str:
+    """``line`` with the numbers of its value (after its label's last ``:`` or ``=``) written to ``places``."""
+    cut = max(line.rfind(":"), line.rfind("="))
+    head, value = (line[:cut + 1], line[cut + 1:]) if cut >= 0 else ("", line)
+    return head + _VALUE_NUMBER.sub(lambda m: _round_to(m, places) if "." in m.group(0) or places else m.group(0),
+                                    value)
+
+
+def _items(lines: list[str]) -> list[tuple[str, int]]:
+    """The labelled values of an output: ``(label, line of the value)``.
+
+    A ``label: value`` line is one; so is a label line ending in ``:`` followed by a line with the value alone.
+    """
+    items = []
+    for i, line in enumerate(lines):
+        cut = max(line.rfind(":"), line.rfind("="))
+        label, value = (line[:cut], line[cut + 1:]) if cut >= 0 else ("", line)
+        if _VALUE_NUMBER.search(value) and (cut >= 0 or i == 0 or not lines[i - 1].rstrip().endswith(":")):
+            items.append((label, i))
+        elif cut >= 0 and not value.strip() and i + 1 < len(lines) and _VALUE_NUMBER.search(lines[i + 1]) \
+                and ":" not in lines[i + 1] and "=" not in lines[i + 1]:
+            items.append((label, i + 1))
+    return items
+
+
+def format_answer(stdout: str, asked: str) -> str:
+    """The Markdown answer for a program's ``stdout``, each value in the precision its part of ``asked`` names.
+
+    A part that names a precision ("the upper fence as a whole number", "the share with 2 decimals") formats
+    the output line that shares the most words with it; a precision said for the whole question ("Round to
+    3 decimals."), or one whose part no single line answers (a table), pads and rounds every value as
+    :func:`pad_decimals` does. Values are rounded, never made up:
+    a rounded value still rounds from what the program printed.
+    """
+    parts = part_places(asked)
+    general = [places for words, places in parts if not words]
+    lines = stdout.splitlines()
+    items = _items(lines)  # (label, index of the line holding its value)
+    for words, places in parts:
+        if not words:
+            continue
+        scores = [(len(words & _words(label)), i) for label, i in items]
+        best = max(scores, default=(0, -1))
+        if len(items) == 1 and best[0] == 0:
+            best = (1, items[0][1])  # one value printed: it is the one asked about
+        if best[0] and sum(1 for score, _ in scores if score == best[0]) == 1 or len(items) == 1:
+            lines[best[1]] = _fit_line(lines[best[1]], places)
+        else:  # no line is this part's (a table of values): every value, as for a question-wide precision
+            general.append(places)
+    text = "\n".join(lines) + ("\n" if stdout.endswith("\n") else "")
+    return format_output(text, shorten=not PRECISION.search(asked), decimals=general[0] if general else None)

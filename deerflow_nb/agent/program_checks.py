@@ -15,13 +15,13 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from deerflow_nb.agent.program_misreads import error_hint, misread_hint
+from deerflow_nb.agent.program_misreads import error_hint, misaligned_rows, misread_hint
 from deerflow_nb.tools.data_preview import DataPreview
 
 __all__ = ["asked_columns", "misread", "output_problem"]
 
 _MAX_LINES = 60
-_NAN = re.compile(r"(?<![\w.])(?:nan|NaN|NaT|<NA>)(?![\w.])")
+_NAN = re.compile(r"(?<![\w.])(?:nan|NaN|NaT|<NA>)(?:[kKMB%]|bn)?(?![\w.])")  # "nank": a missing value in thousands
 #: A question about one year ("which month of 2023", "in 2022"): its program must use that year.
 _YEAR_ASKED = re.compile(r"\b(?:of|in|during|for|from)\s+(?:the\s+(?:year\s+)?|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|"
                          r"oct|nov|dec)[a-z]*\.?\s+)?((?:19|20)\d\d)\b(?!\s*(?:-|to|and|vs)\b)", re.IGNORECASE)
@@ -39,7 +39,8 @@ _GROUP_INTO_COLUMN = re.compile(r"^\s*(?P<frame>\w+)\[['\"][^'\"]+['\"]\]\s*=\s*
                                 r"\.(?:sum|mean|count|max|min|median|size|nunique)\(\)\s*$", re.MULTILINE)
 #: A question that asks for a count; the output must then state a whole number.
 _HOW_MANY = re.compile(r"\bhow many\b|\bnumber of (?:rows|records|orders|entries|distinct|unique)\b"
-                       r"|\bcount (?:of|the)\b", re.IGNORECASE)
+                       r"|\bcount (?:of|the)\b|\b(?:the|a|row|record|order)\s+count\b|\bcount\b(?=\s*(?:and\b|,|\?|$))",
+                       re.IGNORECASE)
 _WHOLE = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?![\w.])|(?<![\w.])\d+(?:\.0+)?(?![\w.])")
 # pandas' shortened printout of a long column or table: the program printed data, not an answer
 #: The columns a question asks a written table to have ("with the columns product and revenue").
@@ -74,7 +75,7 @@ def output_problem(run: dict[str, Any], requested: Sequence[str], written: Seque
         shown = ", ".join(missing)
         return "undelivered_outputs", (f"The program did not write {shown}, which the question asks for. Write "
                                        f"the whole program again so that it also saves {shown}.")
-    if hint := _columns_hint(run, requested, asked):
+    if hint := _columns_hint(run, requested, asked) or _order_hint(run, requested, asked):
         return "undelivered_outputs", hint
     mismatched = [str(item) for item in run.get("mismatched") or []]
     if mismatched:
@@ -95,12 +96,9 @@ def output_problem(run: dict[str, Any], requested: Sequence[str], written: Seque
     if len(lines) > _MAX_LINES:
         return "unanswered_part", (f"The program printed {len(lines)} lines. Write it again so that it prints "
                                    "only the values the question asks for, each with a label.")
-    year = _YEAR_ASKED.search(asked)
-    if code and year and year.group(1) not in code and year.group(1) not in stdout:
-        return "unanswered_part", (f"The question is about {year.group(1)}, and the program does not use "
-                                   f"{year.group(1)}. Keep only the rows of {year.group(1)} (e.g. "
-                                   f"df[df['date_column'].dt.year == {year.group(1)}]) and write the whole "
-                                   "program again.")
+    period = _period_problem(code, stdout, asked, preview)
+    if period:
+        return "unanswered_part", period
     words = re.search(r"[^\W\d_]", re.sub(r"\S*/\S*|\be\b", " ", stdout))  # letters, paths aside
     if _WHICH.search(asked) and not _UNIT_OF_TIME.search(asked) and (not words or _only_measures(stdout)):
         return "unanswered_part", ("The question asks which one, and the output names nothing (only numbers). "
@@ -109,6 +107,15 @@ def output_problem(run: dict[str, Any], requested: Sequence[str], written: Seque
     if id_column:
         return "unanswered_part", _ids_hint(code, id_column, preview)
     pages = [p for p in requested if p.lower().endswith(".html")]  # a program's own HTML page may hold the counts
+    if _P_ZERO.search(stdout) and re.search(r"\bp[- ]?values?\b|\btest\b", asked, re.IGNORECASE) \
+            and not re.search(r"\b[1-6]\s*(?:decimals?|decimal places?|d\.p\.|dp)\b", asked, re.IGNORECASE):
+        return "unanswered_part", ("The output prints the p-value rounded to zero, which hides it. Print it unrounded "
+                                   "(or with f'{p:.4g}') and write the whole program again.")
+    if not pages and _NAME_AND_VALUE.search(asked) and (_WHICH.search(asked) or _EXTREME.search(asked)) \
+            and not _states_value(stdout, asked):
+        return "unanswered_part", ("The question asks which one and its value, and the output states no value. "
+                                   "Print the name and its value, each with a label, and write the whole program "
+                                   "again.")
     asked_counts = len(_HOW_MANY.findall(asked))
     if asked_counts and not pages and not _WHOLE.search(re.sub(r"\S*/\S*", " ", stdout)):
         return "unanswered_part", ("The question asks how many, and the output states no count. Write the "
@@ -123,6 +130,8 @@ def output_problem(run: dict[str, Any], requested: Sequence[str], written: Seque
     if _NAN.search(stdout):
         if assigned := _GROUP_INTO_COLUMN.search(code):
             return "unanswered_part", _group_hint(assigned) + "Write the whole corrected program."
+        if misaligned := misaligned_rows(code, list(preview.variables.values()) if preview else ["df"]):
+            return "unanswered_part", misaligned
         return "unanswered_part", ("The output contains nan (a missing value). Check the column names and the "
                                    "filter values against the data description, drop missing values where "
                                    "needed, and write the whole corrected program.")
@@ -156,6 +165,110 @@ def _columns_hint(run: dict[str, Any], requested: Sequence[str], asked: str) -> 
             f"{', '.join(wanted)}. Write the table with exactly these columns; for a grouped result: "
             f"table = result.reset_index(); table.columns = {wanted!r}; table.to_csv({tables[0]!r}, index=False). "
             "Write the whole program again.")
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december")
+#: A month the question names as a period ("in March 2023", "during March", "March's orders"), not "may" the verb.
+_MONTH_ASKED = re.compile(r"\b(?:in|during|for|of|from)\s+(January|February|March|April|May|June|July|August|"
+                          r"September|October|November|December)\b|\b(January|February|March|April|June|July|August|"
+                          r"September|October|November|December)\s+(?:19|20)\d\d\b", re.IGNORECASE)
+
+
+def _month_used(code: str, month: int) -> bool:
+    """Whether ``code`` selects month ``month``: by its number, its name, or a date string of that month."""
+    low = code.lower()
+    name = _MONTHS[month - 1]
+    return (bool(re.search(rf"month\w*\s*(?:==|\.eq\(|\bin\b|\.isin\()\s*\[?\s*0?{month}\b", low))
+            or name in low or f"'{name[:3]}" in low or f'"{name[:3]}' in low
+            or bool(re.search(rf"\d{{4}}-0?{month}\b|\d{{4}}-{month:02d}-\d\d", low)))
+
+
+def _period_problem(code: str, stdout: str, asked: str, preview: DataPreview | None) -> str | None:
+    """A hint when the question is about one year or month and the program does not select it."""
+    if not code:
+        return None
+    year = _YEAR_ASKED.search(asked)
+    month_match = _MONTH_ASKED.search(asked)
+    named = {m.lower() for m in re.findall(r"\b(?:January|February|March|April|June|July|August|September|October|"
+                                           r"November|December)\b", asked, re.IGNORECASE)}
+    month = _MONTHS.index((month_match.group(1) or month_match.group(2)).lower()) + 1 \
+        if month_match and len(named) <= 1 else None  # a range of months ("January to March") is left alone
+    year_missing = year is not None and year.group(1) not in code and year.group(1) not in stdout
+    month_missing = month is not None and not _month_used(code, month)
+    if not (year_missing or month_missing):
+        return None
+    frame = next(iter(preview.columns), "df") if preview and preview.columns else "df"
+    dates = preview.dates.get(frame, []) if preview else []
+    column = repr(dates[0]) if dates else "'date_column'"
+    conditions = ([f"({frame}[{column}].dt.year == {year.group(1)})"] if year else []) + \
+                 ([f"({frame}[{column}].dt.month == {month})"] if month else [])
+    asked_for = " ".join(([_MONTHS[month - 1].capitalize()] if month else []) + ([year.group(1)] if year else []))
+    return (f"The question is about {asked_for}, and the program does not select it. Keep only those rows (e.g. "
+            f"{frame}[{' & '.join(conditions)}]), with every other condition of the question, and write the whole "
+            "program again.")
+
+
+#: A which-question that also asks for the value ("and what is that average?", "(with the value)").
+_NAME_AND_VALUE = re.compile(r"\b(?:and|with|plus)\s+(?:what\s+(?:is|was|are)\s+|give\s+|state\s+)?"
+                             r"(?:its|that|the|their|this)\s+(?:value|average|mean|total|amount|count|number|share|rate|percentage|median|"
+                             r"sum|score|figure)\b|\band how (?:much|many)\b"
+                             r"|[(,]\s*(?:\+|&|plus)\s*(?:the\s+|its\s+)?value\b",
+                             re.IGNORECASE)
+_EXTREME = re.compile(r"\b(?:max|min|highest|lowest|top|bottom|most|least|largest|smallest)\b", re.IGNORECASE)
+#: A p-value printed rounded to zero ("p-value: 0.00"): the test's result is lost in the rounding.
+_P_ZERO = re.compile(r"^[^\n]*\bp(?:[-_ ]?val(?:ue)?)?\b[^\n:=]*[:=]\s*0\.0+\s*$", re.IGNORECASE | re.MULTILINE)
+
+
+def _states_value(stdout: str, asked: str) -> bool:
+    """Whether the output states a number the question does not (a count, a measure), labels and paths aside."""
+    given = set(re.findall(r"\d+(?:\.\d+)?", re.sub(r"\S*/\S*", " ", asked)))
+    for line in stdout.splitlines():
+        value = re.split(r"[:=]", line, maxsplit=1)[-1] if re.search(r"[:=]", line) else line
+        if any(n not in given for n in re.findall(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?", re.sub(r"\S*/\S*", " ", value))):
+            return True
+    return False
+
+
+_DESCENDING = re.compile(r"\b(?:largest|highest|biggest|most|greatest|top)\b(?:\s+[\w-]+){0,2}\s+first\b|\bdescending\b"
+                         r"|\bdecreasing order\b|\bfrom (?:the )?(?:largest|highest|biggest|most)\b", re.IGNORECASE)
+_ASCENDING = re.compile(r"\b(?:smallest|lowest|least|fewest)\b(?:\s+[\w-]+){0,2}\s+first\b|\bascending\b"
+                        r"|\bincreasing order\b|\bfrom (?:the )?(?:smallest|lowest|least)\b", re.IGNORECASE)
+
+
+def _numbers(cells: Sequence[str]) -> list[float] | None:
+    try:
+        return [float(cell.replace(",", "")) for cell in cells]
+    except ValueError:
+        return None
+
+
+def _order_hint(run: dict[str, Any], requested: Sequence[str], asked: str) -> str | None:
+    """A hint when the question asks for a table largest (or smallest) first and no number column of it is."""
+    descending, ascending = bool(_DESCENDING.search(asked)), bool(_ASCENDING.search(asked))
+    tables = [p for p in requested if p.lower().endswith((".csv", ".tsv"))]
+    if descending == ascending or len(tables) != 1:
+        return None
+    text = (run.get("tables") or {}).get(tables[0])
+    if not text:
+        return None
+    delimiter = "\t" if tables[0].lower().endswith(".tsv") else ","
+    rows = list(csv.reader(text.splitlines()[:200], delimiter=delimiter))
+    if len(rows) < 3 or len(text) >= 4_000:  # a header and two rows, read whole
+        return None
+    header, body = rows[0], [row for row in rows[1:] if len(row) == len(rows[0])]
+    columns = {name: _numbers([row[i] for row in body]) for i, name in enumerate(header)}
+    numeric = {name: values for name, values in columns.items() if values}
+    if not numeric:
+        return None
+    ordered = [name for name, values in numeric.items()
+               if all((a >= b) if descending else (a <= b) for a, b in zip(values, values[1:], strict=False))]
+    if ordered:
+        return None
+    named = [name for name in numeric if name and re.search(rf"\b{re.escape(name)}\b", asked, re.IGNORECASE)]
+    column = (named or list(numeric))[-1]
+    order = "largest" if descending else "smallest"
+    return (f"{tables[0]} is not sorted {order} first, as the question asks. Sort the table by {column!r} with "
+            f".sort_values({column!r}, ascending={ascending}) right before saving it, and write the whole program "
+            "again.")
 
 
 _KEY_ERROR = re.compile(r"^KeyError: (['\"])(?P<name>.+)\1\s*$", re.MULTILINE)

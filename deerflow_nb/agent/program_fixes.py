@@ -6,7 +6,10 @@ adds the import when the name is one of the analysis stack's well-known names an
 neither imports nor assigns it. Nothing else about the program changes.
 
 :func:`list_grouped_columns` fixes a second mistake of the same kind: ``df.groupby('g')['a', 'b']`` (a tuple of
-columns, an error since pandas 2) becomes ``df.groupby('g')[['a', 'b']]``, what the program meant.
+columns, an error since pandas 2) becomes ``df.groupby('g')[['a', 'b']]``, what the program meant; and
+:func:`name_series` names a Series computed from columns (``revenue = df['units'] * df['unit_price']``) after its
+variable when the program later uses that name as a column (``.reset_index()`` then ``sort_values('revenue')``:
+an unnamed Series' column is ``0``).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import ast
 import builtins
 
-__all__ = ["KNOWN_IMPORTS", "add_missing_imports", "list_grouped_columns", "missing_imports"]
+__all__ = ["KNOWN_IMPORTS", "add_missing_imports", "list_grouped_columns", "missing_imports", "name_series"]
 
 _SKLEARN = {
     "linear_model": ("LinearRegression", "LogisticRegression", "Ridge", "Lasso"),
@@ -118,4 +121,39 @@ def list_grouped_columns(code: str) -> str:
         lines[end_line - 1] = end[:end_col] + "]" + end[end_col:]
         start = lines[start_line - 1]
         lines[start_line - 1] = start[:start_col] + "[" + start[start_col:]
+    return "".join(lines)
+
+
+def _is_column(node: ast.AST) -> bool:
+    return isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(
+        node.slice.value, str) or isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+
+
+def name_series(code: str) -> str:
+    """``code`` with ``v = <column> <op> <column>`` written ``v = (...).rename('v')`` where ``'v'`` is used later.
+
+    Only a top-level assignment of arithmetic between columns, whose variable name the program also writes
+    as a string (a column it sorts or selects by), is changed. Unchanged when it does not parse.
+    """
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code
+    strings = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    edits = []
+    for node in tree.body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        name, value = node.targets[0].id, node.value
+        if name in strings and isinstance(value, ast.BinOp) and _is_column(value.left) and _is_column(value.right) \
+                and value.end_lineno is not None and value.end_col_offset is not None:
+            edits.append((value.lineno, value.col_offset, value.end_lineno, value.end_col_offset, name))
+    if not edits:
+        return code
+    lines = code.splitlines(keepends=True)
+    for start_line, start_col, end_line, end_col, name in sorted(edits, reverse=True):
+        end = lines[end_line - 1]
+        lines[end_line - 1] = end[:end_col] + f").rename({name!r})" + end[end_col:]
+        start = lines[start_line - 1]
+        lines[start_line - 1] = start[:start_col] + "(" + start[start_col:]
     return "".join(lines)

@@ -9,6 +9,8 @@ made the same mistake. These are found in the program instead, from the question
   before the program runs;
 - :func:`keep_needed_rows` limits a whole table's ``dropna()`` to the columns the program uses, when the
   question did not ask for complete rows (mechanical too);
+- :func:`keep_missing` removes a constant ``fillna`` (``df['x'] = df['x'].fillna(0)``) the question did
+  not ask for (mechanical);
 - :func:`count_rows` counts rows, not a gappy column's values, for a question about rows (mechanical);
 - :func:`fix_bins` makes ``pd.cut`` bin whole numbers as the question lists their ranges (mechanical);
 - :func:`fix_precedence` aggregates a product of two columns whole, not its right side alone (mechanical);
@@ -17,7 +19,8 @@ made the same mistake. These are found in the program instead, from the question
   copy) or on a subset of the columns when the question asks for exact duplicates of an earlier row;
   a value the question names (``"treatment"``, ``"JFK"``) that the program never uses; the wrong end of
   an ascending sort for the lowest or the highest; a formula the question gives (``revenue (units *
-  unit_price)``) that the program never computes.
+  unit_price)``) that the program never computes; columns of two row selections (two years, two files)
+  combined row by row (:func:`misaligned_rows`).
 
 The hints are advice: the middleware gives one such hint per question, so a false alarm costs one
 program, never the answer.
@@ -30,7 +33,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 
 __all__ = ["asked_formulas", "count_rows", "error_hint", "fix_bins", "fix_precedence", "fix_ttest_variance",
-           "keep_needed_rows", "misread_hint"]
+           "keep_missing", "keep_needed_rows", "misaligned_rows", "misread_hint"]
 
 _POOLED = re.compile(r"\bpooled\b|\bstudent'?s?\b|\bequal[- ]variances?\b|\bassum\w* equal var", re.IGNORECASE)
 _WELCH = re.compile(r"\bwelch\b|\bunequal[- ]variances?\b|\bnot assum\w* equal|\bwithout assum\w* equal",
@@ -96,9 +99,8 @@ def fix_ttest_variance(code: str, asked: str) -> str:
     want = _want_equal_var(asked)
     if want is None or "ttest_ind" not in code:
         return code
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    tree = _parse(code)
+    if tree is None:
         return code
     at = _offsets(code)
     edits: list[tuple[int, int, str]] = []
@@ -124,6 +126,14 @@ def fix_ttest_variance(code: str, asked: str) -> str:
                 continue
             edits.append((at(value.lineno, value.col_offset), at(value.end_lineno, value.end_col_offset), str(want)))
     return _apply(code, edits)
+
+
+def _parse(code: str) -> ast.Module | None:
+    """The syntax tree of ``code``, or ``None`` when it does not parse (a fix then leaves it as it is)."""
+    try:
+        return ast.parse(code)
+    except SyntaxError:
+        return None
 
 
 def _calls(tree: ast.AST, method: str) -> list[ast.Call]:
@@ -194,9 +204,8 @@ def keep_needed_rows(code: str, asked: str, columns: Mapping[str, Sequence[str]]
     """
     if "dropna" not in code or _COMPLETE_ROWS.search(asked):
         return code
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    tree = _parse(code)
+    if tree is None:
         return code
     strings = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
     called = {node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
@@ -227,6 +236,49 @@ def keep_needed_rows(code: str, asked: str, columns: Mapping[str, Sequence[str]]
     return _apply(code, edits)
 
 
+#: The question says what a missing value counts as (then a program's ``fillna`` is what it asks for).
+_FILL_ASKED = re.compile(r"\bfill\w*|\bimput\w*|\breplac\w*|\bzeros?\b|\bas 0\b|\bcount\w* as\b|\btreat\w*",
+                         re.IGNORECASE)
+
+
+def keep_missing(code: str, asked: str, frames: Sequence[str] = ("df",)) -> str:
+    """``code`` without statements that fill a loaded table's missing values with a constant.
+
+    Measured: the embedded model often starts with ``df['x'] = df['x'].fillna(0)``, which counts every missing
+    value as 0: a percentile, a mean, a correlation or a count of missing values then comes out wrong. pandas
+    skips missing values by itself, so the statement goes (``pass``) unless the question says how missing
+    values count (fill, impute, replace, zero, treat as). Fills with a computed value (a mean) are left.
+    """
+    if "fillna" not in code or _FILL_ASKED.search(asked):
+        return code
+    tree = _parse(code)
+    if tree is None:
+        return code
+    rows = _row_frames(tree, frames)
+    at = _offsets(code)
+    edits: list[tuple[int, int, str]] = []
+    for node in tree.body:
+        value = node.value if isinstance(node, (ast.Assign, ast.Expr)) else None
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "fillna"
+                and value.args and isinstance(value.args[0], ast.Constant)
+                and isinstance(value.args[0].value, (int, float)) and not isinstance(value.args[0].value, bool)):
+            continue
+        filled = value.func.value
+        base = filled.value if isinstance(filled, ast.Subscript) else filled
+        if not (isinstance(base, ast.Name) and base.id in rows):
+            continue
+        if isinstance(node, ast.Assign) and not (len(node.targets) == 1
+                                                 and ast.unparse(node.targets[0]) == ast.unparse(filled)):
+            continue  # the filled values go somewhere else: not a cleaning step
+        if isinstance(node, ast.Expr) and not any(k.arg == "inplace" for k in value.keywords):
+            continue
+        if node.end_lineno is None or node.end_col_offset is None:
+            continue
+        edits.append((at(node.lineno, node.col_offset), at(node.end_lineno, node.end_col_offset),
+                      "pass  # missing values stay missing: pandas skips them where each value is computed"))
+    return _apply(code, edits)
+
+
 #: The question is about the values present in a column, not the rows: ``count()`` (non-missing values) is right.
 _PRESENT_VALUES = re.compile(r"\bnon[- ]?(?:missing|null|empty|blank|nan)|\bnot (?:missing|null|empty|blank)"
                              r"|\b(?:recorded|reported|valid|filled|present|available|known)\b|\bmissing\b",
@@ -244,9 +296,8 @@ def count_rows(code: str, asked: str, gaps: Sequence[str]) -> str:
     """
     if ".count()" not in code or not gaps or _PRESENT_VALUES.search(asked):
         return code
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    tree = _parse(code)
+    if tree is None:
         return code
     at = _offsets(code)
     edits: list[tuple[int, int, str]] = []
@@ -268,14 +319,17 @@ def count_rows(code: str, asked: str, gaps: Sequence[str]) -> str:
 
 
 _RANGE = re.compile(r"(?<![\w.])(\d+)\s*(?:-|\u2013|to)\s*(\d+)(?![\w.])")
-_OPEN_START = re.compile(r"\b(?:under|below|less than|younger than|fewer than)\s+(\d+)(?![\w.])", re.IGNORECASE)
-_OPEN_END = re.compile(r"(?<![\w.])(\d+)\s*(?:\+|or (?:more|older|over|above)|and (?:over|above|older|up))")
+_OPEN_START = re.compile(r"(?:\b(?:under|below|less than|younger than|fewer than)\s+|<\s*)(\d+)(?![\w.])",
+                         re.IGNORECASE)
+_OPEN_END = re.compile(r"(?<![\w.])(\d+)\s*(?:\+|or (?:more|older|over|above)|and (?:over|above|older|up))"
+                       r"|(?:>=|\u2265)\s*(\d+)(?![\w.])")
 
 
 def _asked_edges(asked: str) -> list[float] | None:
     """The bin edges of whole-number ranges the question lists, for ``right=False`` bins.
 
-    "0-17, 18-64 and 65+" → ``[0, 18, 65, inf]``; "under 18, 18 to 64, 65 and over" → ``[-inf, 18, 65, inf]``.
+    "0-17, 18-64 and 65+" → ``[0, 18, 65, inf]``; "under 18, 18 to 64, 65 and over" (or "<18, 18-64, >=65")
+    → ``[-inf, 18, 65, inf]``.
     """
     ranges = sorted((int(a), int(b)) for a, b in _RANGE.findall(asked) if int(a) <= int(b))
     if not ranges or any(ranges[i][1] + 1 != ranges[i + 1][0] for i in range(len(ranges) - 1)):
@@ -286,7 +340,7 @@ def _asked_edges(asked: str) -> list[float] | None:
         if head[0] != ranges[0][0]:
             return None
         edges.insert(0, float("-inf"))
-    tail = [int(m) for m in _OPEN_END.findall(asked)]
+    tail = [int(a or b) for a, b in _OPEN_END.findall(asked)]
     if tail:
         if tail[-1] != ranges[-1][1] + 1:
             return None
@@ -308,9 +362,8 @@ def fix_bins(code: str, asked: str) -> str:
     edges = _asked_edges(asked)
     if edges is None:
         return code
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    tree = _parse(code)
+    if tree is None:
         return code
     at = _offsets(code)
     written = "[" + ", ".join("float('inf')" if e == float("inf") else "-float('inf')" if e == float("-inf")
@@ -366,6 +419,30 @@ def _ranking_misread(tree: ast.AST, asked: str) -> str | None:
     return None
 
 
+#: Words with which a question limits the rows it wants ("top 5", "the first ten", "a sample").
+_ROW_LIMIT = re.compile(r"\d|\b(?:top|bottom|few|sample|preview|"
+                        r"head|tail|one|two|three|four|five|six|seven|eight|nine|ten|twelve|fifteen|twenty|single)\b"
+                        r"|\b(?:first|last)\s+(?:\d|rows?|records?|entries|few|one|two|three|four|five|ten)",
+                        re.IGNORECASE)
+_LIMITS = ("head", "tail", "nlargest", "nsmallest")
+_WRITERS = ("to_csv", "to_excel", "to_parquet", "to_json", "to_markdown", "to_html")
+
+
+def _limit_misread(tree: ast.AST, asked: str) -> str | None:
+    """A table written with only some of its rows (``.head(3)``) when the question limits no rows."""
+    if _ROW_LIMIT.search(_PATHS.sub(" ", asked)) or not any(_calls(tree, writer) for writer in _WRITERS):
+        return None
+    for method in _LIMITS:
+        for call in _calls(tree, method):
+            if call.args and isinstance(call.args[0], ast.Constant) and call.args[0].value == 1:
+                continue  # the one highest or lowest, beside the table
+            whole = ast.unparse(call.func.value) if isinstance(call.func, ast.Attribute) else ""
+            instead = f": write {whole} instead (the same, without .{method}(...))" if whole else ""
+            return (f"The question asks for every row, and the program keeps only some with {ast.unparse(call)}. "
+                    f"Keep all rows{instead}, and write the whole program again.")
+    return None
+
+
 _AGGREGATIONS = frozenset({"sum", "mean", "median", "max", "min", "std", "groupby", "resample", "agg", "count",
                            "nlargest", "nsmallest", "idxmax", "idxmin", "cumsum"})
 
@@ -392,16 +469,17 @@ def fix_precedence(code: str, frames: Sequence[str] = ("df",)) -> str:
     Measured: asked for revenue (quantity times unit price), the embedded model wrote
     ``df['quantity'] * df['unit_price'].groupby(df['product']).sum()``, which aggregates the price alone and
     multiplies each row by the result. When both sides of ``*`` are two columns of one loaded frame and the
-    right one starts a chain that aggregates, the product is put in parentheses (a division is left alone:
+    right one starts a chain that aggregates (a loaded frame, or a row selection of one:
+    ``march['q'] * march['p'].sum()``), the product is put in parentheses (a division is left alone:
     ``df.x / df.x.sum()`` is a share). Unchanged otherwise, and when the program does not parse.
     """
     if "*" not in code and "/" not in code:
         return code
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    tree = _parse(code)
+    if tree is None:
         return code
     at = _offsets(code)
+    frames = sorted(_row_frames(tree, frames))  # the loaded frames and their row selections (march = df[...])
     edits: list[tuple[int, int, str]] = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult)):
@@ -478,37 +556,156 @@ def _names_in(node: ast.AST) -> set[str]:
     return names
 
 
-def _computes(tree: ast.AST, formula: tuple[str, str, str]) -> bool:
-    """Whether the program computes ``formula`` (an operator or ``.mul``/``.div``; ``eval`` text with it too)."""
+def _frame_of(node: ast.AST) -> str | None:
+    """The variable a column expression starts from (``t['a']``, ``t.a``, ``t['a'].fillna(0)``), if any."""
+    while isinstance(node, ast.Subscript | ast.Attribute | ast.Call):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _computes(tree: ast.AST, formula: tuple[str, str, str], rows: set[str]) -> tuple[bool, str | None]:
+    """Whether the program computes ``formula`` on rows, and else the aggregated frame it computes it on.
+
+    An operator or ``.mul``/``.div`` of the two columns counts, and so does ``eval``/``query`` text with it;
+    computed on columns of a frame that is not rows of a file (a ``groupby`` result) it does not count.
+    """
     left, op, right = formula
     node_type, method, commutative = _OPS[op]
     pairs = {(left, right), (right, left)} if commutative else {(left, right)}
+    aggregated = None
     for node in ast.walk(tree):
+        sides: tuple[ast.AST, ast.AST] | None = None
         if isinstance(node, ast.BinOp) and isinstance(node.op, node_type):
-            a, b = _names_in(node.left), _names_in(node.right)
-            if any(x in a and y in b for x, y in pairs):
-                return True
+            sides = (node.left, node.right)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                 node.func.attr in (method, method + "tiply" if method == "mul" else method + "ide") and node.args:
-            a, b = _names_in(node.func.value), _names_in(node.args[0])
-            if any(x in a and y in b for x, y in pairs):
-                return True
+            sides = (node.func.value, node.args[0])
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             text = node.value.replace(" ", "")
             if any(f"{x}{op}{y}" in text for x, y in pairs):
-                return True
-    return False
+                return True, None
+        if sides is None:
+            continue
+        a, b = _names_in(sides[0]), _names_in(sides[1])
+        if not any(x in a and y in b for x, y in pairs):
+            continue
+        bases = {_frame_of(side) for side in sides} - {None}
+        if bases and not bases & rows:
+            aggregated = aggregated or sorted(str(b) for b in bases)[0]
+            continue
+        return True, None
+    return False, aggregated
 
 
 def _formula_misread(tree: ast.AST, asked: str, columns: Sequence[str], frames: Sequence[str]) -> str | None:
+    rows = _row_frames(tree, frames)
     for formula in asked_formulas(asked, columns):
-        if not _computes(tree, formula):
-            left, op, right = formula
-            frame = frames[0] if frames else "df"
-            return (f"The question gives the formula {left} {op} {right}, and the program never computes it. "
-                    f"Compute it for each row first, e.g. {frame}['value'] = {frame}[{left!r}] {op} "
-                    f"{frame}[{right!r}], "
-                    "then aggregate that column as the question asks, and write the whole program again.")
+        computed, aggregated = _computes(tree, formula, rows)
+        if computed:
+            continue
+        left, op, right = formula
+        frame = frames[0] if frames else "df"
+        first = (f"The question gives the formula {left} {op} {right} for each row, and the program computes it on "
+                 f"{aggregated}, after aggregating." if aggregated else
+                 f"The question gives the formula {left} {op} {right}, and the program never computes it.")
+        return (f"{first} Compute it for each row first, e.g. {frame}['value'] = {frame}[{left!r}] {op} "
+                f"{frame}[{right!r}], then aggregate that column as the question asks, and write the whole program "
+                "again.")
+    return None
+
+
+_MASKS = (ast.Compare, ast.BoolOp)
+
+
+def _is_mask(node: ast.AST) -> bool:
+    """Whether ``node`` selects rows: a comparison, ``&``/``|`` of them, ``~``, or ``.isin(...)``/``.between(...)``."""
+    if isinstance(node, _MASKS):
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.BitAnd, ast.BitOr)):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+        return True
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+        "isin", "between", "contains", "startswith", "notna", "isna")
+
+
+def _row_frames(tree: ast.AST, frames: Sequence[str]) -> set[str]:
+    """Names holding rows of a file: the loaded frames, what ``read_*`` returns, and row selections of either."""
+    rows = set(frames)
+    for node in ast.walk(tree):  # in source order for simple programs: one pass per statement is enough
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        value = node.value
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in (
+                "copy", "reset_index", "dropna"):
+            value = value.func.value
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+                and value.func.attr.startswith("read_"):
+            rows.add(node.targets[0].id)
+        elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "query" \
+                and isinstance(value.func.value, ast.Name) and value.func.value.id in rows:
+            rows.add(node.targets[0].id)
+        elif isinstance(value, ast.Subscript) and _is_mask(value.slice):
+            base = value.value
+            if isinstance(base, ast.Attribute) and base.attr == "loc":
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in rows:
+                rows.add(node.targets[0].id)
+    return rows
+
+
+def _row_column(node: ast.AST, rows: set[str]) -> str | None:
+    """The frame of ``node`` when it is a column of a row frame (``d['x']``, ``d.x``)."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.value, ast.Name) \
+            and node.value.id in rows:
+        return node.value.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in rows \
+            and node.attr not in ("loc", "iloc", "index", "columns", "shape", "values"):
+        return node.value.id
+    return None
+
+
+def misaligned_rows(code: str, frames: Sequence[str] = ("df",)) -> str | None:
+    """A hint when ``code`` combines two row selections row by row (:func:`_misaligned_rows`), else ``None``."""
+    tree = _parse(code)
+    return _misaligned_rows(tree, frames) if tree is not None else None
+
+
+def _misaligned_rows(tree: ast.AST, frames: Sequence[str]) -> str | None:
+    """Columns of two different row selections (or files) combined row by row, which pandas matches by row index.
+
+    Measured: asked for a year-over-year change, the embedded model wrote ``d2023['x'] - d2022['x']`` (the rows
+    of two years never share an index: all missing) or ``df['x_2022'] = df[df.year == 2022]['x']`` (missing
+    outside 2022), then averaged the result. A per-group result (``groupby``) is aligned by its groups and is
+    not flagged.
+    """
+    rows = _row_frames(tree, frames)
+    for node in ast.walk(tree):
+        pair: tuple[ast.AST, ast.AST] | None = None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Sub, ast.Div, ast.Add)):
+            pair = (node.left, node.right)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args \
+                and node.func.attr in ("sub", "subtract", "div", "divide", "truediv", "add"):
+            pair = (node.func.value, node.args[0])
+        elif isinstance(node, ast.Compare) and len(node.comparators) == 1:
+            pair = (node.left, node.comparators[0])
+        if pair is not None:
+            left, right = (_row_column(side, rows) for side in pair)
+            if left and right and left != right:
+                return (f"{ast.unparse(node)} combines the rows of {left} and {right} one by one, matched by row "
+                        "index: the rows of two selections or files do not line up, so the result is missing or "
+                        f"wrong. Aggregate each side first (for example {ast.unparse(pair[0])}.sum() - "
+                        f"{ast.unparse(pair[1])}.sum(), or per group with .groupby(key)[column].sum() on each) "
+                        "and write the whole program again.")
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript) \
+                and isinstance(node.targets[0].value, ast.Name) and node.targets[0].value.id in rows:
+            value = node.value
+            source = value.value if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant) \
+                else None
+            if isinstance(source, ast.Subscript) and _is_mask(source.slice):
+                return (f"{ast.unparse(node)} fills the column only on the selected rows (the others are missing). "
+                        "Keep each selection's result in its own variable (for example total_a = "
+                        f"{ast.unparse(value)}.sum()), combine those and write the whole program again.")
     return None
 
 
@@ -519,9 +716,8 @@ def misread_hint(code: str, stdout: str, asked: str, frames: Sequence[str] = ("d
     ``frames`` are the variables holding the loaded files; ``values`` maps the data's category values
     to their column; ``columns`` are the data's column names.
     """
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    tree = _parse(code)
+    if tree is None:
         return None
     formula = _formula_misread(tree, asked, columns, frames)
     if formula:
@@ -530,12 +726,18 @@ def misread_hint(code: str, stdout: str, asked: str, frames: Sequence[str] = ("d
         return ("The program drops every row that has a missing value in any column (.dropna() on the whole "
                 "table), which also drops rows the question needs. Drop missing values only in the columns you "
                 "use (df['x'].dropna(), or df.dropna(subset=['x', 'y'])) and write the whole program again.")
+    misaligned = _misaligned_rows(tree, frames)
+    if misaligned:
+        return misaligned
     duplicates = _duplicate_misread(tree, asked)
     if duplicates:
         return duplicates
     ranking = _ranking_misread(tree, asked)
     if ranking:
         return ranking
+    limit = _limit_misread(tree, asked)
+    if limit:
+        return limit
     unused = _unused_value(code, stdout, asked, values or {})
     if unused:
         value, column = unused

@@ -21,10 +21,11 @@ from langchain.agents.middleware import ModelRequest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from deerflow_nb.agent.middlewares.clarification import CLARIFICATION_TOOL
+from deerflow_nb.agent.program_misreads import asked_formulas
 from deerflow_nb.tools.data_preview import DATA_SUFFIXES, DataPreview, data_files, named_uploads
 
 __all__ = ["ATTACHED_DATA", "CLARIFICATION_TOOL", "file_choice", "is_answer", "question_text", "turn_question",
-           "with_data", "without_attached"]
+           "with_data", "without_attached", "years_note"]
 
 #: Tables a question may be about (a plain ``.json`` or ``.txt`` upload is often settings or notes).
 _TABLES = tuple(suffix for suffix in DATA_SUFFIXES if suffix not in (".json", ".txt"))
@@ -110,3 +111,77 @@ def with_data(human: HumanMessage, preview: DataPreview, original: str, note: st
     blocks = [*([{"type": "text", "text": block}] if block else []), *content,
               *([{"type": "text", "text": note}] if note else [])]
     return human.model_copy(update={"content": blocks})
+
+
+_YEAR = re.compile(r"(?<![\w./])((?:19|20)\d\d)(?![\w/]|-\d\d\b)")  # not a path's or a date's year
+
+
+def _named_columns(asked: str, columns: Sequence[str]) -> list[str]:
+    """The columns the question names, in the question's order (``unit_price`` is named by "unit price" too)."""
+    text = asked.lower()
+    found = []
+    for column in columns:
+        spellings = {column.lower(), column.lower().replace("_", " ")}
+        at = min((m.start() for s in spellings for m in re.finditer(rf"(?<!\w){re.escape(s)}(?!\w)", text)),
+                 default=-1)
+        if at >= 0:
+            found.append((at, column))
+    return [column for _, column in sorted(found)]
+
+
+_AGGREGATES = ((r"\b(?:average|mean)\b", "mean"), (r"\bmedian\b", "median"),
+               (r"\b(?:how many|number of|count)\b", "count"))
+
+
+def years_note(asked: str, preview: DataPreview | None) -> str:
+    """How to compare the two years a question names, with the data's own names (or ``""``).
+
+    Measured: asked for a change from one year to the next, the embedded model subtracted the rows of one
+    year from the rows of the other (pandas matches rows by index: all missing), or compared two yearly files
+    row by row. Totals per year (and per group) are what such a question compares.
+    """
+    if not preview or not preview.columns:
+        return ""
+    years = sorted({int(m.group(1)) for m in _YEAR.finditer(re.sub(r"\S*/\S*", " ", asked))})
+    if len(years) != 2:
+        return ""
+    first, last = years
+    groups = set(preview.values.values())
+    agg = next((name for words, name in _AGGREGATES if re.search(words, asked, re.IGNORECASE)), "sum")
+    by_year = [var for var, paths in ((v, [p for p, w in preview.variables.items() if w == v])
+                                      for v in preview.columns) if any(str(y) in p for p in paths for y in years)]
+    if len(by_year) == 2 and len(preview.columns) >= 2:  # one file a year
+        old, new = sorted(by_year, key=lambda v: next(p for p, w in preview.variables.items() if w == v))
+        named = _named_columns(asked, preview.columns[new])
+        value = next((c for c in named if c not in groups), None)
+        group = next((c for c in named if c in groups), None)
+        if value is None:
+            return ""
+        per_group = (f" Per {group}: change = {new}.groupby({group!r})[{value!r}].{agg}() - "
+                     f"{old}.groupby({group!r})[{value!r}].{agg}().") if group else ""
+        return (f"(The files hold different rows: compare totals, e.g. change = {new}[{value!r}].{agg}() - "
+                f"{old}[{value!r}].{agg}().{per_group})")
+    if len(preview.columns) != 1:
+        return ""
+    var, columns = next(iter(preview.columns.items()))
+    dates = preview.dates.get(var, [])
+    year = f"{var}[{dates[0]!r}].dt.year" if dates else (f"{var}['year']" if "year" in columns else "")
+    if not year:
+        return ""
+    named = [c for c in _named_columns(asked, columns) if c not in dates and c != "year"]
+    product = next((f for f in asked_formulas(asked, columns) if f[1] == "*"), None)
+    value = next((c for c in named if c not in groups), None)
+    group = next((c for c in named if c in groups), None)
+    if product:
+        series = f"({var}[{product[0]!r}] * {var}[{product[2]!r}])"
+    elif value:
+        series = f"{var}[{value!r}]"
+    else:
+        return ""
+    if group:
+        how = (f"t = {series}.groupby([{var}[{group!r}], {year}]).{agg}().unstack(); then t[{last}] - t[{first}] "
+               f"(and (t[{last}] - t[{first}]) / t[{first}] * 100 for a percent change), one value per {group}")
+    else:
+        how = (f"per_year = {series}.groupby({year}).{agg}(); then per_year[{last}] - per_year[{first}] "
+               f"(and (per_year[{last}] - per_year[{first}]) / per_year[{first}] * 100 for a percent change)")
+    return f"(To compare {first} with {last}, total each year first: {how}.)"

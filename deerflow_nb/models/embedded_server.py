@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ __all__ = [
     "GENERATION_THREADS_ENV",
     "VERBOSE_ENV",
     "EmbeddedModelServer",
+    "busy_cores",
     "generation_threads",
     "get_embedded_server",
 ]
@@ -44,9 +46,9 @@ def generation_threads() -> int:
 
     Measured on a 2-core machine (``benchmarks/embedded_threads.py``): on an idle machine 2
     generation threads were 1.8x faster than 1; with another process busy on one core, 1 thread
-    was 3.9x faster than 2 (ggml's thread barriers starve). So every CPU is used when the
-    1-minute load average is below half a core at start, and one less otherwise. Prompt
-    reading (batch) always uses every CPU: it is compute-bound and short.
+    was 3.9x faster than 2 (ggml's thread barriers starve). So every CPU is used when other
+    processes keep less than half a core busy at start (:func:`busy_cores`), and one less otherwise.
+    Prompt reading (batch) always uses every CPU: it is compute-bound and short.
     """
     if value := os.environ.get(GENERATION_THREADS_ENV, "").strip():
         try:
@@ -54,11 +56,45 @@ def generation_threads() -> int:
         except ValueError:
             raise EmbeddedModelError(f"{GENERATION_THREADS_ENV} must be a whole number, got {value!r}") from None
     cpus = _cpu_threads()
+    return max(1, cpus - 1) if busy_cores() >= 0.5 and cpus > 1 else cpus
+
+
+def _cpu_ticks() -> tuple[float, float] | None:
+    """(busy, total) CPU seconds of the whole machine since boot, from ``/proc/stat``; ``None`` elsewhere."""
     try:
-        busy = os.getloadavg()[0] >= 0.5
-    except OSError:  # not available on this platform
-        busy = False
-    return max(1, cpus - 1) if busy and cpus > 1 else cpus
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = [float(v) for v in stat.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    if len(fields) < 5:
+        return None
+    hz = float(os.sysconf("SC_CLK_TCK"))
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields[:8]) - idle) / hz, sum(fields[:8]) / hz
+
+
+def busy_cores(window: float = 0.3) -> float:
+    """How many cores other processes keep busy now, measured over ``window`` seconds (this process left out).
+
+    The 1-minute load average (used where ``/proc/stat`` is missing) lags: a notebook started right after an
+    install would read busy for a minute and generate at half speed all session.
+    """
+    before, own = _cpu_ticks(), sum(os.times()[:2])
+    if before is None:
+        try:
+            return os.getloadavg()[0]
+        except OSError:  # not available on this platform
+            return 0.0
+    time.sleep(window)
+    after, own_after = _cpu_ticks(), sum(os.times()[:2])
+    if after is None or after[1] <= before[1]:
+        return 0.0
+    busy = (after[0] - before[0]) - (own_after - own)
+    return max(0.0, busy / (after[1] - before[1]) * _cpu_threads_online())
+
+
+def _cpu_threads_online() -> int:
+    return max(1, os.cpu_count() or 1)  # /proc/stat's first line sums every CPU of the machine
 
 
 def _cpu_threads() -> int:

@@ -117,6 +117,7 @@ class DataPreview:
     values: dict[str, str] = field(default_factory=dict)  # a text column's listed value -> its column
     gaps: dict[str, list[str]] = field(default_factory=dict)  # DataFrame variable -> its columns with missing values
     rows: dict[str, int] = field(default_factory=dict)  # DataFrame variable -> its number of rows
+    dates: dict[str, list[str]] = field(default_factory=dict)  # DataFrame variable -> its date columns
 
     def __bool__(self) -> bool:
         return bool(self.text)
@@ -147,6 +148,7 @@ def render_preview(described: Sequence[dict[str, Any]]) -> DataPreview:
     columns: dict[str, list[str]] = {}
     gaps: dict[str, list[str]] = {}
     rows: dict[str, int] = {}
+    dates: dict[str, list[str]] = {}
     values: dict[str, str] = {}
     blocks: list[str] = []
     prelude = ["import pandas as pd"] if readable else []
@@ -160,6 +162,7 @@ def render_preview(described: Sequence[dict[str, Any]]) -> DataPreview:
         columns[var] = [str(c.get("name")) for c in item.get("columns", [])]
         gaps[var] = [str(c.get("name")) for c in item.get("columns", []) if int(c.get("missing") or 0)]
         rows[var] = int(item.get("rows") or 0)
+        dates[var] = [str(c.get("name")) for c in item.get("columns", []) if c.get("kind") == "date"]
         for column in item.get("columns", []):
             for value in column.get("values", []) if column.get("kind") == "text" else []:
                 values.setdefault(str(value), str(column.get("name")))
@@ -171,4 +174,5 @@ def render_preview(described: Sequence[dict[str, Any]]) -> DataPreview:
         lines += [_column_line(c) for c in item.get("columns", [])]
         blocks.append("\n".join(lines))
     missing = [str(d.get("path")) for d in described if d.get("error") == MISSING]
-    return DataPreview("\n\n".join(blocks), "\n".join(prelude), variables, columns, missing, values, gaps, rows)
+    return DataPreview("\n\n".join(blocks), "\n".join(prelude), variables, columns, missing, values, gaps, rows,
+                       dates)

@@ -47,7 +47,7 @@ def _decide(messages: list[Any]) -> Any:
     if "East rows" in question:  # every run writes one row more: the tables never agree, the printed words do
         return _program(load + "from pathlib import Path\np = Path('/mnt/user-data/workspace/rows.txt')\n"
                         "n = int(p.read_text()) + 1 if p.exists() else 1\np.write_text(str(n))\n"
-                        f"df.head(n).to_csv('{OUT}/east.csv', index=False)\nprint('rows kept: East')\n")
+                        f"df.iloc[:n].to_csv('{OUT}/east.csv', index=False)\nprint('rows kept: East')\n")
     if "one row at a time" in question:  # each run writes another row: same length, other values
         return _program(load + "from pathlib import Path\np = Path('/mnt/user-data/workspace/row.txt')\n"
                         "n = int(p.read_text()) + 1 if p.exists() else 1\np.write_text(str(n))\n"
@@ -65,6 +65,18 @@ def _decide(messages: list[Any]) -> Any:
         return _program(load + "from pathlib import Path\np = Path('/mnt/user-data/workspace/parts.txt')\n"
                         "n = int(p.read_text()) + 1 if p.exists() else 1\np.write_text(str(n))\n"
                         "print('rows:', len(df))\nif n > 1:\n    print('total units:', df.units.sum())\n")
+    if "from 2022 to 2023" in question:  # runs the note's own code; without a note, rows of two years subtracted
+        note = re.search(r"total each year first: (per_year = .*?); then (per_year\[2023\] - per_year\[2022\])",
+                         question)
+        dated = f"import pandas as pd\ndf = pd.read_csv('{UP}/orders.csv', parse_dates=['day'])\n"
+        if note:
+            return _program(dated + f"{note.group(1)}\nprint('change in units:', {note.group(2)})\n")
+        return _program(dated + "a = df[df.day.dt.year == 2022]\nb = df[df.day.dt.year == 2023]\n"
+                        "print('change in units:', (b.units - a.units).sum())\n")
+    if "total=<value>" in question:  # the first program ignores the template; the checks fill it in
+        return _program(load + "from pathlib import Path\np = Path('/mnt/user-data/workspace/t.txt')\n"
+                        "n = int(p.read_text()) + 1 if p.exists() else 1\np.write_text(str(n))\n"
+                        "print('total units:' if n == 1 else 'total=', df.units.sum())\n")
     if "broken program" in question:
         return _program("print(undefined_name)\n")
     if "invent a number" in question:

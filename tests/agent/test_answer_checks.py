@@ -258,6 +258,17 @@ def test_a_per_group_result_put_into_a_column_gets_a_hint():
     assert "per_group" not in ProgramAnswerMiddleware().problem(fine, [], [], asked="Which region?")[1]
 
 
+def test_a_missing_value_from_two_row_selections_gets_the_alignment_hint():
+    # seen on the embedded model: a year-over-year change printed as "nan%" three times over
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    code = ("a = df[df['year'] == 2022]\nb = df[df['year'] == 2023]\nchange = b['revenue'] - a['revenue']\n"
+            "print(f\"change: {change.mean() / 1000:.1f}k\")\n")
+    printed_nan = {"stdout": "change: nank", "exit_code": 0, "code": code}
+    problem = ProgramAnswerMiddleware().problem(printed_nan, [], [], asked="YoY change in revenue 2022 -> 2023?")
+    assert problem is not None and problem[0] == "unanswered_part"
+    assert "b['revenue'] - a['revenue']" in problem[1] and ".sum()" in problem[1]
+
+
 def test_a_failed_programs_hint_reminds_of_the_file_it_forgot():
     from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
     report = "/mnt/user-data/outputs/sales_report.md"
@@ -362,3 +373,168 @@ def test_a_tuple_of_grouped_columns_becomes_a_list():
     assert scope["t"].to_dict() == {"units": {"a": 3, "b": 3}, "revenue": {"a": 3.0, "b": 3.0}}
     assert list_grouped_columns("y = d['a', 'b']\n") == "y = d['a', 'b']\n"  # not after a groupby: a MultiIndex key
     assert list_grouped_columns("def (:\n") == "def (:\n"
+MARCH = "How many orders were placed in March 2023, and their total revenue?"
+
+
+@pytest.mark.parametrize(("code", "flagged"), [
+    ("m = df[df['day'].dt.month == 3]\nprint('orders:', len(m))", True),  # every March, not March 2023
+    ("m = df[df['day'].dt.year == 2023]\nprint('orders:', len(m))", True),  # the whole year
+    ("m = df[(df['day'].dt.year == 2023) & (df['day'].dt.month == 3)]\nprint('orders:', len(m))", False),
+    ("m = df[df['day'].between('2023-03-01', '2023-03-31')]\nprint('orders:', len(m))", False),
+    ("m = df[df['day'].dt.strftime('%Y-%m') == '2023-03']\nprint('orders:', len(m))", False),
+])
+def test_a_question_about_one_month_needs_a_program_that_selects_it(code, flagged):
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    from deerflow_nb.tools.data_preview import DataPreview
+    preview = DataPreview("…", "", {"/mnt/user-data/uploads/o.csv": "df"}, {"df": ["day", "units"]},
+                          dates={"df": ["day"]})
+    run = {"stdout": "orders: 12", "exit_code": 0, "code": code}
+    problem = ProgramAnswerMiddleware().problem(run, [], [], preview, MARCH)
+    assert (problem is not None) is flagged
+    if flagged:  # the hint names the data's own date column and both conditions
+        assert "df[(df['day'].dt.year == 2023) & (df['day'].dt.month == 3)]" in problem[1]
+
+
+@pytest.mark.parametrize("asked", ["You may use any method: how many orders?", "Orders from January to March?",
+                                   "How many orders?"])
+def test_no_month_no_month_check(asked):
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    run = {"stdout": "orders: 12", "exit_code": 0, "code": "print('orders:', len(df))"}
+    assert ProgramAnswerMiddleware().problem(run, [], [], None, asked) is None
+
+
+HOSPITAL = ("How many visits are outliers in `Total Cost` by the IQR rule (1.5 IQR beyond the quartiles)? Also give "
+            "the upper fence (Q3 + 1.5*IQR) as a whole number.")
+
+
+@pytest.mark.parametrize(("stdout", "asked", "expected"), [
+    # the part asked as a whole number is rounded on its own line; the label's 1.5 and the count are left alone
+    ("outliers in Total Cost: 86\nUpper fence (Q3 + 1.5*IQR): 20827.6525", HOSPITAL,
+     "outliers in Total Cost: 86  \nUpper fence (Q3 + 1.5*IQR): 20828"),
+    # one part with two decimals: its line only; another part's value keeps the program's decimals
+    ("share missing city: 4.5%\nduplicates: 22\nshare basic: 32.6454%",
+     "(1) what share of rows are missing `city` (as a percentage with 2 decimals)? (2) how many duplicates? "
+     "(3) what share has plan basic?", "share missing city: 4.50%  \nduplicates: 22  \nshare basic: 32.6454%"),
+    # a precision for the whole question: every value, as before
+    ("ratio: 1.3671968478622183\nrows: 320", "What is the ratio? Round to 3 decimal places.",
+     "ratio: 1.367  \nrows: 320"),
+    # a template's value, half up as written
+    ("median=9.445", "Answer in the form `median=<value>`, rounded to 2 decimals.", "median=9.45"),
+    # a table answers the part: every value padded, as before
+    ("mean tip by day:\nFri    2.7\nSat    2.9931", "mean tip by day, rounded to 2 decimals?",
+     "mean tip by day:\n\n```text\nFri    2.70\nSat    2.9931\n```"),
+])
+def test_each_part_gets_the_precision_it_asks_for(stdout, asked, expected):
+    from deerflow_nb.agent.answer_format import format_answer
+    assert format_answer(stdout, asked) == expected
+
+
+def test_part_precisions_are_read_per_part():
+    from deerflow_nb.agent.answer_format import part_places
+    assert part_places(HOSPITAL) == [(frozenset({"upper", "fence", "q3", "iqr"}), 0)]
+    assert part_places("Give the mean. Round to two decimals.") == [(frozenset(), 2)]
+    assert part_places("How many rows does /data/2_decimals/x.csv have?") == []
+
+
+@pytest.mark.parametrize(("stdout", "asked", "flagged"), [
+    ("top insurance: Medicare", "Which insurance type has the highest average cost, and what is that average?", True),
+    ("top insurance: Medicare (9762.58)", "Which insurance type has the highest average cost, and what is that average?",
+     False),
+    ("top team: Summit Bears", "(1) which team has the highest total rebounds (with the value)?", True),
+    ("top team: Summit Bears", "Which team has the highest total rebounds?", False),  # the name alone was asked
+    ("top month: March\nyear: 2023", "Which month of 2023 had the most orders, and what is the total?", True),
+])
+def test_a_which_question_that_asks_for_the_value_too_needs_one(stdout, asked, flagged):
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    run = {"stdout": stdout, "exit_code": 0, "code": "print(1)"}
+    problem = ProgramAnswerMiddleware().problem(run, [], [], None, asked)
+    assert (problem is not None and "which one and its value" in problem[1]) is flagged
+
+
+@pytest.mark.parametrize(("asked", "stdout", "flagged"), [
+    ("orders in 2023-03 - count and summed sales revenue?", "summed sales revenue: 31.2k", True),
+    ("orders in 2023-03 - count and summed sales revenue?", "count: 87\nsummed sales revenue: 31.2k", False),
+    ("What is the row count?", "rows: 1,204", False),
+    ("Give the order count, please", "orders: many", True),
+    ("Does the count of visits matter? Give the mean cost.", "mean cost: 36.2", True),  # "count of": as before
+    ("Mean cost by country?", "mean cost: 36.2", False),  # a word that contains "count"
+])
+def test_a_count_asked_as_a_noun_needs_a_whole_number(asked, stdout, flagged):
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    problem = ProgramAnswerMiddleware().problem({"stdout": stdout, "exit_code": 0, "code": "print(1)"}, [], [],
+                                                None, asked)
+    assert (problem is not None and "how many" in problem[1]) is flagged
+
+
+@pytest.mark.parametrize(("stdout", "asked", "flagged"), [
+    ("t statistic: -2.92\ntwo-sided p-value: 0.00", "Do smokers tip differently? Give the t statistic and the p-value.",
+     True),
+    ("t statistic: -2.92\np: 0.0039", "Do smokers tip differently? Give the t statistic and the p-value.", False),
+    ("t: -2.92\np = 0.000", "Run a Welch t-test of tip by smoker.", True),
+    ("t statistic: -2.92\np-value: 0.00", "Give the t statistic and p-value, each to 2 decimals.", False),  # as asked
+])
+def test_a_p_value_rounded_to_zero_is_written_again(stdout, asked, flagged):
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    problem = ProgramAnswerMiddleware().problem({"stdout": stdout, "exit_code": 0, "code": "print(1)"}, [], [],
+                                                None, asked)
+    assert (problem is not None and "p-value rounded to zero" in problem[1]) is flagged
+
+
+def test_a_value_asked_with_a_plus_needs_a_value():
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    run = {"stdout": "insurance with max mean Total Cost (+ value): Medicare", "exit_code": 0, "code": "print(1)"}
+    problem = ProgramAnswerMiddleware().problem(run, [], [], None,
+                                                "a.xlsx joined to b.csv: insurance with max mean Total Cost (+ value)?")
+    assert problem is not None and "which one and its value" in problem[1]
+
+
+def test_one_line_with_both_values_covers_two_lines_with_one_each():
+    from deerflow_nb.agent.answer_agreement import covers
+    asked = "Which month of 2023 has the highest revenue? How much was it?"
+    one = "month with the highest revenue: November 68277.31"
+    two = "month with the highest revenue: November\nhighest revenue: 68277.31"
+    assert agree(one, two, asked) and covers(one, two, asked) and covers(two, one, asked)
+    assert not covers("month with the highest revenue: November", two, asked)  # the value is missing
+
+
+def test_tables_whose_index_names_differ_agree():
+    asked = "Bin the listings by Sqft into compact, mid-size and large. What is the mean Price in each bin?"
+    first = "Sqft_bin\ncompact     493081.40\nmid-size    856273.83\nlarge      1419840.43\nName: Price, dtype: float64"
+    second = "Mean Price in each bin:\nBin\nCompact     493081.40\nMid-size    856273.83\nLarge      1419840.43"
+    assert agree(first, second, asked)
+    assert not agree(first, second.replace("856273.83", "866273.83"), asked)
+    # a name printed alone after its label is an answer, not an index name
+    assert not agree("top department:\nEngineering", "top department:\nSales", "Which department?")
+
+
+def test_a_series_computed_from_columns_is_named_after_its_variable_when_used_as_a_column():
+    import pandas as pd
+
+    from deerflow_nb.agent.program_fixes import name_series
+
+    code = ("revenue = df['units'] * df['unit_price']\n"
+            "by_region = revenue.groupby(df['region']).sum().reset_index()\n"
+            "top = by_region.sort_values(by='revenue', ascending=False)\n")
+    fixed = name_series(code)
+    assert fixed.splitlines()[0] == "revenue = (df['units'] * df['unit_price']).rename('revenue')"
+    scope = {"df": pd.DataFrame({"region": ["a", "b", "a"], "units": [1, 2, 3], "unit_price": [1.0, 5.0, 1.0]})}
+    exec(fixed, scope)  # before the fix: KeyError 'revenue' (the unnamed Series' column is 0)
+    assert scope["top"]["region"].tolist() == ["b", "a"]
+    kept = "ratio = df.a / df.b\nprint(ratio.mean())\n"  # the name is not used as a column: left alone
+    assert name_series(kept) == kept
+
+
+@pytest.mark.parametrize(("table", "asked", "flagged"), [
+    ("region,revenue\nEast,491.0\nNorth,421.5\nSouth,454.5", "revenue per region, largest revenue first", True),
+    ("region,revenue\nEast,491.0\nSouth,454.5\nNorth,421.5", "revenue per region, largest revenue first", False),
+    ("region,units,revenue\nEast,9,491.0\nSouth,7,454.5", "revenue per region in descending order", False),
+    ("region,revenue\nWest,3\nEast,5", "revenue per region, smallest first", False),
+    ("region,revenue\nEast,5\nWest,3", "revenue per region, sorted from the lowest", True),
+    ("region,revenue\nEast,491.0\nNorth,421.5\nSouth,454.5", "revenue per region", False),  # no order asked
+])
+def test_a_table_asked_largest_first_must_be(table, asked, flagged):
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    out = "/mnt/user-data/outputs/t.csv"
+    run = {"stdout": "", "exit_code": 0, "code": "print(1)", "written": [out], "tables": {out: table}}
+    problem = ProgramAnswerMiddleware().problem(run, [out], [out], None, f"Save {asked} to {out}")
+    assert (problem is not None and "is not sorted" in problem[1] and "'revenue'" in problem[1]) is flagged

@@ -9,7 +9,9 @@ from deerflow_nb.agent.program_misreads import (
     fix_bins,
     fix_precedence,
     fix_ttest_variance,
+    keep_missing,
     keep_needed_rows,
+    misaligned_rows,
     misread_hint,
 )
 
@@ -245,6 +247,9 @@ def test_the_wrong_end_of_a_ranking_gets_a_hint(code, asked, needle):
     ("x = df.a / df.b.sum()\n", None),              # a division may be a share
     ("x = df.a * df.a.mean()\n", None),             # one column
     ("x = df.a * other['b'].sum()\n", None),        # not a loaded frame
+    ("march = df[df['d'].dt.month == 3]\nr = march['quantity'] * march['unit_price'].sum()\n",  # a row selection
+     "march = df[df['d'].dt.month == 3]\nr = (march['quantity'] * march['unit_price']).sum()\n"),
+    ("per = df.groupby('g').sum()\nr = per['a'] * per['b'].sum()\n", None),  # per-group results: not rows
 ])
 def test_a_product_of_two_columns_is_aggregated_whole(code, fixed):
     assert fix_precedence(code, ["df"]) == (fixed or code)
@@ -256,3 +261,81 @@ def test_the_fixed_product_computes_the_revenue():
     scope = {"df": frame}
     exec(fix_precedence("rev = df['quantity'] * df['unit_price'].groupby(df['product']).sum()\n", ["df"]), scope)
     assert scope["rev"].to_dict() == {"a": 100.0, "b": 40.0}
+
+
+YEARS = ("import pandas as pd\ndf = pd.read_csv('/mnt/user-data/uploads/sales.csv', parse_dates=['d'])\n"
+         "a = df[df['d'].dt.year == 2022]\nb = df[df['d'].dt.year == 2023]\n")
+
+
+@pytest.mark.parametrize(("code", "needle"), [
+    (YEARS + "print((b['x'] - a['x']).mean())\n", "b['x'] - a['x']"),
+    (YEARS + "print((b.x / a.x).mean())\n", "b.x / a.x"),
+    ("import pandas as pd\nold = pd.read_csv('/mnt/user-data/uploads/a.csv')\n"
+     "new = pd.read_csv('/mnt/user-data/uploads/b.csv')\nprint(new['u'].sub(old['u'], fill_value=0).max())\n",
+     "new['u'].sub(old['u'], fill_value=0)"),
+    ("import pandas as pd\nold = pd.read_csv('a.csv')\nnew = pd.read_csv('b.csv')\n"
+     "print(new[new['u'] > old['u']]['item'])\n", "new['u'] > old['u']"),
+    ("import pandas as pd\ndf = pd.read_csv('a.csv')\ndf['x_2022'] = df[df['year'] == 2022]['x']\n"
+     "print(df['x_2022'].mean())\n", "fills the column only on the selected rows"),
+])
+def test_two_row_selections_combined_row_by_row_get_a_hint(code, needle):
+    hint = misaligned_rows(code)
+    assert hint is not None and needle in hint
+    assert misread_hint(code, "", "the change from 2022 to 2023") == hint
+
+
+@pytest.mark.parametrize("code", [
+    YEARS + "print(b['x'].sum() - a['x'].sum())\n",
+    YEARS + "g1 = a.groupby('k')['x'].sum()\ng2 = b.groupby('k')['x'].sum()\nprint((g2 - g1).idxmax())\n",
+    "import pandas as pd\ndf = pd.read_csv('a.csv')\nprint((df['x'] - df['y']).mean())\n",
+    "import pandas as pd\ndf = pd.read_csv('a.csv')\nhigh = df[df['x'] > 3]\nprint(high['x'] / high['y'])\n",
+    "import pandas as pd\ndf = pd.read_csv('a.csv')\ndf['r'] = df['x'] / df['x'].sum()\nprint(df)\n",
+])
+def test_aligned_arithmetic_is_left_alone(code):
+    assert misaligned_rows(code) is None
+
+
+def test_the_misaligned_difference_really_is_missing():
+    """The premise of the hint: pandas aligns two selections by row index, so their difference is all missing."""
+    import pandas as pd
+    df = pd.DataFrame({"year": [2022, 2022, 2023, 2023], "x": [1.0, 2.0, 3.0, 5.0]})
+    a, b = df[df["year"] == 2022], df[df["year"] == 2023]
+    assert (b["x"] - a["x"]).isna().all()
+    assert b["x"].sum() - a["x"].sum() == 5.0
+
+
+LOAD = "import pandas as pd\ndf = pd.read_csv('/mnt/user-data/uploads/w.tsv', sep='\\t')\n"
+PASS = "pass  # missing values stay missing: pandas skips them where each value is computed"
+
+
+@pytest.mark.parametrize(("code", "asked", "fixed"), [
+    (LOAD + "df['rain'] = df['rain'].fillna(0)  # fill\nprint(df['rain'].quantile(0.9))\n",
+     "the 90th percentile of rainfall", LOAD + PASS + "  # fill\nprint(df['rain'].quantile(0.9))\n"),
+    (LOAD + "df.fillna(0, inplace=True)\nprint(df['rain'].mean())\n", "mean rainfall",
+     LOAD + PASS + "\nprint(df['rain'].mean())\n"),
+    (LOAD + "df = df.fillna(0)\nprint(df['rain'].mean())\n", "mean rainfall", LOAD + PASS + "\nprint(df['rain'].mean())\n"),
+    (LOAD + "df['rain'] = df['rain'].fillna(0)\nprint(df['rain'].mean())\n", "mean rainfall, missing counted as 0",
+     None),  # the question says how missing values count
+    (LOAD + "df['rain'] = df['rain'].fillna(df['rain'].mean())\nprint(df['rain'].mean())\n", "mean rainfall", None),
+    (LOAD + "filled = df['rain'].fillna(0)\nprint(filled.mean())\n", "mean rainfall", None),  # not a cleaning step
+    (LOAD + "df['rain'].fillna(0)\nprint(df['rain'].mean())\n", "mean rainfall", None),  # a no-op: left alone
+])
+def test_a_constant_fill_the_question_did_not_ask_for_goes(code, asked, fixed):
+    assert keep_missing(code, asked) == (code if fixed is None else fixed)
+
+
+def test_without_the_fill_the_percentile_skips_missing_values():
+    import pandas as pd
+    rain = pd.Series([1.0, None, 3.0, None, 5.0])
+    assert rain.quantile(0.5) == 3.0 and rain.fillna(0).quantile(0.5) == 1.0  # the fill changed the answer
+
+
+@pytest.mark.parametrize(("asked", "edges"), [
+    ("age groups child <18, adult 18-64, senior >=65 - counts?", [float("-inf"), 18.0, 65.0, float("inf")]),
+    ("under 18, 18 to 64, 65 and over", [float("-inf"), 18.0, 65.0, float("inf")]),
+    ("0-17, 18-64 and 65+", [0.0, 18.0, 65.0, float("inf")]),
+    ("<18, 20-64, >=65", None),  # not one partition of the whole numbers
+])
+def test_open_ended_bins_written_with_comparison_signs(asked, edges):
+    from deerflow_nb.agent.program_misreads import _asked_edges
+    assert _asked_edges(asked) == edges

@@ -246,6 +246,20 @@ def test_two_files_are_both_described_and_joined(agent, sales, tmp_path):
     assert "Ana    4" in answer and "Bo     5" in answer
 
 
+def test_a_change_between_two_years_is_computed_from_yearly_totals(agent, tmp_path):
+    orders = tmp_path / "orders.csv"
+    orders.write_text("day,region,units\n2022-01-03,East,4\n2022-05-01,West,6\n2023-02-02,East,5\n"
+                      "2023-07-09,West,8\n2023-09-09,East,1\n")
+    thread = _thread(agent, orders)
+    answer = thread.chat(f"How did the total units change from 2022 to 2023 in {UP}/orders.csv?")
+    assert answer == "change in units: 4"  # 14 - 10: the program ran the note the question was given
+
+
+def test_of_two_agreeing_outputs_the_one_in_the_asked_template_is_the_answer(agent, sales):
+    thread = _thread(agent, sales)
+    assert thread.chat(f"Total units in {UP}/sales.csv? Answer in the form `total=<value>`.") == "total= 9"
+
+
 @pytest.mark.parametrize(("question", "reason"), [
     ("invent a number", "ungrounded_answer"),
     ("tool call as text", "raw_tool_call"),

@@ -13,7 +13,7 @@ retelling of it. So, for each question:
    ``nan`` or does not write a file the user asked for, the model gets the reason and writes it
    again, up to ``max_programs`` programs in all; then the run ends with :class:`~deerflow_nb.errors.AnswerError`.
 4. A program that ran well *is* the answer: its output, formatted
-   (:func:`~deerflow_nb.agent.answer_format.format_output`), becomes the final message without
+   (:func:`~deerflow_nb.agent.answer_format.format_answer`), becomes the final message without
    another model call, so every number in it comes from executed code.
 
 A message that is only small talk ("thanks!") and names no data gets a plain reply; the answer
@@ -32,21 +32,29 @@ from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResp
 from langchain.agents.middleware.types import ModelCallResult
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from deerflow_nb.agent.answer_agreement import agree, answer_parts, same_tables
-from deerflow_nb.agent.answer_format import format_output
+from deerflow_nb.agent.answer_agreement import agree, covers, same_tables
+from deerflow_nb.agent.answer_format import format_answer
 from deerflow_nb.agent.answer_report import report_note, report_paths, report_program, report_text
 from deerflow_nb.agent.middlewares._base import context_of, last_ai
 from deerflow_nb.agent.middlewares.answer_check import PROGRAM_ANSWER
 from deerflow_nb.agent.program_checks import misread, output_problem
-from deerflow_nb.agent.program_fixes import add_missing_imports, list_grouped_columns
+from deerflow_nb.agent.program_fixes import add_missing_imports, list_grouped_columns, name_series
 from deerflow_nb.agent.program_misreads import (
     count_rows,
     fix_bins,
     fix_precedence,
     fix_ttest_variance,
+    keep_missing,
     keep_needed_rows,
 )
-from deerflow_nb.agent.program_questions import CLARIFICATION_TOOL, file_choice, is_answer, turn_question, with_data
+from deerflow_nb.agent.program_questions import (
+    CLARIFICATION_TOOL,
+    file_choice,
+    is_answer,
+    turn_question,
+    with_data,
+    years_note,
+)
 from deerflow_nb.context import SAMPLING_SEED_KEY
 from deerflow_nb.errors import AnswerError
 from deerflow_nb.tools.data_join import with_join
@@ -68,11 +76,6 @@ _PREVIEW_KEY = "deerflow.data_preview"
 _REQUESTED = re.compile(re.escape(OUTPUTS_DIR) + r"/[\w.\-/]+\.[A-Za-z0-9]{1,5}\b")
 _SMALL_TALK = re.compile(r"^\W*(?:hi|hello|hey|thanks|thank you|thx|ok|okay|great|cool|nice|bye|good (?:morning|"
                          r"afternoon|evening)|who are you|what can you do)\b", re.IGNORECASE)
-_PRECISION = re.compile(r"\b(?:decimals?|decimal places|significant|digits|precision)\b", re.IGNORECASE)
-# "round to 2 decimals", "with 1 decimal place", "2 d.p."
-_PLACES = re.compile(r"\b([1-6]|one|two|three|four|five|six)\s*(?:decimals?|decimal places?|d\.p\.|dp)\b",
-                     re.IGNORECASE)
-_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 
 
 def is_internal(message: BaseMessage) -> bool:
@@ -153,8 +156,9 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         preview = cached if isinstance(cached, DataPreview) else None
         if not entries[-1][1]:  # the question's own program (or its repair)
             problem = self.problem(main[-1], requested, written, preview, asked, reports)
-            if problem is None and len(main) < self.max_programs and not any(
-                    misread(run, asked, preview) for run in main[:-1]):  # one such hint a question
+            if problem is None and len(main) < self.max_programs and not any(  # one such hint a question
+                    self.problem(run, requested, written, preview, asked, reports) is None
+                    and misread(run, asked, preview) for run in main[:-1]):  # (given after a program with no problem)
                 hint = misread(main[-1], asked, preview)
                 if hint:
                     return "model", hint
@@ -176,16 +180,16 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         runs = [answer, *usable]
         stdout = [str(run.get("stdout") or "") for run in runs]
 
-        parts = [answer_parts(text, asked) for text in stdout]
-
         def same(i: int, j: int) -> bool:
             """Whether ``j`` confirms ``i``: the same values and tables, and ``i`` answers no fewer parts."""
             return (agree(stdout[i], stdout[j], asked) and same_tables(runs[i], runs[j], asked, TABLE_HEAD)
-                    and parts[i] >= parts[j])
+                    and covers(stdout[i], stdout[j], asked))
 
         for i, j in ((0, k) for k in range(1, len(stdout))):
-            if same(i, j):
-                return "answer", self._answer(answer, asked, reports)
+            if same(i, j):  # the same values: the one written in the asked template, if only the check is
+                chosen = runs[j] if _fits_template(stdout[j], asked) and not _fits_template(stdout[i], asked) \
+                    else answer
+                return "answer", self._answer(chosen, asked, reports)
         if len(usable) >= 2:  # two checks outvote the first answer
             for i, j in ((1, 2), (2, 1)):
                 if same(i, j):  # a check's files were put back: its program runs again to write them
@@ -211,9 +215,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         With ``reports`` asked for, a call writing them from that answer (:mod:`~deerflow_nb.agent.answer_report`)
         comes first; the answer follows once they are written.
         """
-        places = _PLACES.search(asked)
-        text = format_output(str(run.get("stdout") or ""), shorten=not _PRECISION.search(asked),
-                             decimals=_places(places.group(1)) if places else None)
+        text = format_answer(str(run.get("stdout") or ""), asked)
         written = [p for p in [*run.get("written", []), *reports] if p not in text]
         answer = (text + "\n\n" if text else "") + "Saved: " + ", ".join(f"`{p}`" for p in written) if written else text
         if reports:
@@ -301,7 +303,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             after = []
         reports = report_paths(requested_outputs(asked))
         if human is not None and (preview or reports):
-            note = report_note(reports) if reports else ""
+            note = " ".join(filter(None, (years_note(asked, preview), report_note(reports) if reports else "")))
             messages = [with_data(m, preview, asked, note) if m is human else m for m in messages]
         if hint:
             messages.append(_hint(hint))
@@ -349,8 +351,9 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         for call in message.tool_calls:
             code = (call.get("args") or {}).get("code")
             if call.get("name") == CODE_TOOL and isinstance(code, str):
-                code = fix_ttest_variance(add_missing_imports(list_grouped_columns(code)), asked)
+                code = fix_ttest_variance(add_missing_imports(name_series(list_grouped_columns(code))), asked)
                 code = fix_bins(keep_needed_rows(code, asked, preview.columns), asked)
+                code = keep_missing(code, asked, list(preview.columns) or ["df"])
                 code = fix_precedence(code, list(preview.columns) or ["df"])
                 code = count_rows(code, asked, sorted({c for cols in preview.gaps.values() for c in cols}))
                 call = {**call, "args": {**call["args"], "code": code}}
@@ -405,10 +408,6 @@ def _asked(request: ModelRequest) -> str:
     return turn_question(request, human) if human is not None else ""
 
 
-def _places(word: str) -> int:
-    return _WORDS.get(word.lower()) or int(word)
-
-
 _CHECK_FLAG = "deerflow_check"
 _REPORT_FLAG = "deerflow_report"
 _ADOPT_FLAG = "deerflow_adopt"
@@ -446,6 +445,16 @@ def _reported(result: ToolMessage, answer: str, run_id: str | None) -> tuple[str
     detail = (str(run.get("stderr") or result.text).strip().splitlines() or [""])[-1][:200]
     cause = f"could not write the report: {detail}"
     return "fail", AnswerError(cause, run_id=run_id, stop_reason="undelivered_outputs", cause=cause)
+
+
+_TEMPLATE = re.compile(r"(?<!\w)([A-Za-z_]\w{0,30})\s*=\s*<[^<>\n]{1,40}>")
+
+
+def _fits_template(stdout: str, asked: str) -> bool:
+    """Whether ``stdout`` states a value in each ``key=<value>`` template the question gives (none: ``False``)."""
+    keys = [m.group(1).strip() for m in _TEMPLATE.finditer(asked)]
+    return bool(keys) and all(re.search(rf"(?<!\w){re.escape(key)}\s*=\s*<?-?\d", stdout, re.IGNORECASE)
+                              for key in keys)
 
 
 def _one_line(text: str, limit: int = 120) -> str:
