@@ -42,13 +42,13 @@ _HOW_MANY = re.compile(r"\bhow many\b|\bnumber of (?:rows|records|orders|entries
                        r"|\bcount (?:of|the)\b|\b(?:the|a|row|record|order)\s+count\b|\bcount\b(?=\s*(?:and\b|,|\?|$))",
                        re.IGNORECASE)
 _WHOLE = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?![\w.])|(?<![\w.])\d+(?:\.0+)?(?![\w.])")
-# pandas' shortened printout of a long column or table: the program printed data, not an answer
 #: The columns a question asks a written table to have ("with the columns product and revenue").
 _COLUMNS_ASKED = re.compile(r"\b(?:with|having|containing|has|have)\s+(?:the\s+|only\s+the\s+)?columns?\s*"
                             r"(?:names?\s+|named\s+|called\s+)?"
                             r":?\s*(?P<names>[`'\"]?\w+[`'\"]?(?:\s*(?:,?\s*\band\b|,)\s*[`'\"]?\w+[`'\"]?"
                             r"(?=\s*(?:[,.;:)]|$|\band\b)))+)",
                             re.IGNORECASE)
+# pandas' shortened printout of a long column or table: the program printed data, not an answer
 _TRUNCATED = re.compile(r"Length: \d+, dtype:|^\[\d+ rows x \d+ columns\]$|^\s*\.\.\.(?:\s+\.\.\.)*\s*$", re.MULTILINE)
 
 
