@@ -17,6 +17,7 @@ from typing import Any
 
 from deerflow_nb.agent.program_misreads import error_hint, misaligned_rows, misread_hint
 from deerflow_nb.tools.data_preview import DataPreview
+from deerflow_nb.tools.python_tool import TABLE_HEAD
 
 __all__ = ["asked_columns", "misread", "output_problem"]
 
@@ -252,7 +253,7 @@ def _order_hint(run: dict[str, Any], requested: Sequence[str], asked: str) -> st
         return None
     delimiter = "\t" if tables[0].lower().endswith(".tsv") else ","
     rows = list(csv.reader(text.splitlines()[:200], delimiter=delimiter))
-    if len(rows) < 3 or len(text) >= 4_000:  # a header and two rows, read whole
+    if len(rows) < 3 or len(text) >= TABLE_HEAD:  # a header and two rows, read whole
         return None
     header, body = rows[0], [row for row in rows[1:] if len(row) == len(rows[0])]
     columns = {name: _numbers([row[i] for row in body]) for i, name in enumerate(header)}
