@@ -38,8 +38,10 @@ def _decide(messages: list[Any]) -> Any:
     last = messages[-1]
     tries = sum(1 for m in messages if isinstance(m, ToolMessage))
     load = f"import pandas as pd\ndf = pd.read_csv('{UP}/sales.csv')\n"
-    if "a coin" in question:  # every run prints another number: the checks never agree
-        return _program("import random\nprint('heads:', random.randint(10**6, 10**7))\n")
+    if "a coin" in question:  # every run prints a number a thousand times the last: the checks never agree
+        return _program("from pathlib import Path\np = Path('/mnt/user-data/workspace/coin.txt')\n"
+                        "n = int(p.read_text()) + 1 if p.exists() else 1\np.write_text(str(n))\n"
+                        "print('heads:', 7 * 10 ** (3 * n))\n")
     if "second thoughts" in question:  # the first run prints 1, later runs 2: two checks outvote it
         return _program("from pathlib import Path\np = Path('/mnt/user-data/workspace/n.txt')\n"
                         "n = int(p.read_text()) + 1 if p.exists() else 1\np.write_text(str(n))\n"
