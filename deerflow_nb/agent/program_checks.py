@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from deerflow_nb.agent.program_misreads import error_hint, misaligned_rows, misread_hint
+from deerflow_nb.agent.program_rows import rows_hint
 from deerflow_nb.tools.data_preview import DataPreview
 from deerflow_nb.tools.python_tool import TABLE_HEAD
 
@@ -39,8 +40,10 @@ _ROW_NUMBER = re.compile(r"^\s*(\d+)\s+-?\d[\d.,]*\s*$", re.MULTILINE)
 _GROUP_INTO_COLUMN = re.compile(r"^\s*(?P<frame>\w+)\[['\"][^'\"]+['\"]\]\s*=\s*(?P=frame)\.groupby\([^\n]*"
                                 r"\.(?:sum|mean|count|max|min|median|size|nunique)\(\)\s*$", re.MULTILINE)
 #: A question that asks for a count; the output must then state a whole number.
+#: "(don't count the header)", "not counting blanks": a count the question rules out is no asked count.
 _HOW_MANY = re.compile(r"\bhow many\b|\bnumber of (?:rows|records|orders|entries|distinct|unique)\b"
-                       r"|\bcount (?:of|the)\b|\b(?:the|a|row|record|order)\s+count\b|\bcount\b(?=\s*(?:and\b|,|\?|$))",
+                       r"|(?<!n't )(?<!not )(?<!never )(?:\bcount (?:of|the)\b|\bcount\b(?=\s*(?:and\b|,|\?|$)))"
+                       r"|\b(?:the|a|row|record|order)\s+count\b",
                        re.IGNORECASE)
 _WHOLE = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?![\w.])|(?<![\w.])\d+(?:\.0+)?(?![\w.])")
 #: The columns a question asks a written table to have ("with the columns product and revenue").
@@ -112,6 +115,10 @@ def output_problem(run: dict[str, Any], requested: Sequence[str], written: Seque
             and not re.search(r"\b[1-6]\s*(?:decimals?|decimal places?|d\.p\.|dp)\b", asked, re.IGNORECASE):
         return "unanswered_part", ("The output prints the p-value rounded to zero, which hides it. Print it unrounded "
                                    "(or with f'{p:.4g}') and write the whole program again.")
+    if (coarse := _COARSE_SHARE.search(stdout)) and not _PLACES_ASKED.search(asked):
+        return "unanswered_part", (f"The output prints a share as {coarse.group('value')}, a fraction rounded to "
+                                   "two decimals, which hides most of it. Print shares as percentages with two "
+                                   "decimals (f'{share * 100:.2f}%') and write the whole program again.")
     if not pages and _NAME_AND_VALUE.search(asked) and (_WHICH.search(asked) or _EXTREME.search(asked)) \
             and not _states_value(stdout, asked):
         return "unanswered_part", ("The question asks which one and its value, and the output states no value. "
@@ -183,6 +190,21 @@ def _month_used(code: str, month: int) -> bool:
             or bool(re.search(rf"\d{{4}}-0?{month}\b|\d{{4}}-{month:02d}-\d\d", low)))
 
 
+def _states_year(stdout: str, year: str) -> bool:
+    """Whether an output states ``year`` as a value (a row of a table by year), not only in a label's words.
+
+    "best month of 2023 for revenue: December 106643.3" echoes the question's year in its label: the program
+    may still have summed every year. Labels count when the output names other years too ("revenue 2022: ...").
+    """
+    if set(re.findall(r"\b(?:19|20)\d\d\b", stdout)) - {year}:
+        return year in re.findall(r"\b(?:19|20)\d\d\b", stdout)
+    for line in stdout.splitlines():
+        label, colon, value = line.partition(":") if ":" in line else line.partition("=")
+        if re.search(rf"\b{year}\b", value if colon else label):
+            return True
+    return False
+
+
 def _period_problem(code: str, stdout: str, asked: str, preview: DataPreview | None) -> str | None:
     """A hint when the question is about one year or month and the program does not select it."""
     if not code:
@@ -193,7 +215,7 @@ def _period_problem(code: str, stdout: str, asked: str, preview: DataPreview | N
                                            r"November|December)\b", asked, re.IGNORECASE)}
     month = _MONTHS.index((month_match.group(1) or month_match.group(2)).lower()) + 1 \
         if month_match and len(named) <= 1 else None  # a range of months ("January to March") is left alone
-    year_missing = year is not None and year.group(1) not in code and year.group(1) not in stdout
+    year_missing = year is not None and year.group(1) not in code and not _states_year(stdout, year.group(1))
     month_missing = month is not None and not _month_used(code, month)
     if not (year_missing or month_missing):
         return None
@@ -215,6 +237,12 @@ _NAME_AND_VALUE = re.compile(r"\b(?:and|with|plus)\s+(?:what\s+(?:is|was|are)\s+
                              r"|[(,]\s*(?:\+|&|plus)\s*(?:the\s+|its\s+)?value\b",
                              re.IGNORECASE)
 _EXTREME = re.compile(r"\b(?:max|min|highest|lowest|top|bottom|most|least|largest|smallest)\b", re.IGNORECASE)
+#: A share printed as a fraction with at most two decimals ("share of rows with 'fault': 0.02" for 1.574 %).
+_COARSE_SHARE = re.compile(r"^[^\n:=]*\b(?:share|percent\w*|proportion|fraction|rate|ratio of rows)\b[^\n:=]*[:=]\s*"
+                           r"(?P<value>0?\.\d{1,2})\s*$", re.IGNORECASE | re.MULTILINE)
+#: The question states how many decimals it wants: a value rounded so is what it asked for.
+_PLACES_ASKED = re.compile(r"\b(?:[0-6]|one|two|three|four)\s*(?:decimals?|decimal places?|d\.p\.|dp)\b"
+                           r"|\bnearest (?:hundredth|tenth)\b", re.IGNORECASE)
 #: A p-value printed rounded to zero ("p-value: 0.00"): the test's result is lost in the rounding.
 _P_ZERO = re.compile(r"^[^\n]*\bp(?:[-_ ]?val(?:ue)?)?\b[^\n:=]*[:=]\s*0\.0+\s*$", re.IGNORECASE | re.MULTILINE)
 
@@ -302,8 +330,9 @@ def misread(run: dict[str, Any], asked: str, preview: DataPreview | None) -> str
         return None
     frames = list(preview.variables.values()) if preview else ["df"]
     columns = [name for names in preview.columns.values() for name in names] if preview else []
-    return misread_hint(str(run["code"]), str(run.get("stdout") or ""), asked, frames or ["df"],
-                        preview.values if preview else None, columns)
+    return (misread_hint(str(run["code"]), str(run.get("stdout") or ""), asked, frames or ["df"],
+                         preview.values if preview else None, columns)
+            or rows_hint(str(run["code"]), asked, preview.values if preview else None))
 
 
 def _row_numbers_for_ids(stdout: str, asked: str, preview: DataPreview | None) -> str | None:

@@ -63,6 +63,11 @@ def _decide(messages: list[Any]) -> Any:
             return _program(load + f"t = df.groupby('region')['units'].sum().reset_index()\n"
                             f"t.to_csv('{OUT}/by_region.csv', index=False)\n")
         return _program(load + f"df.groupby('region')['units'].sum().to_csv('{OUT}/by_region.csv', index=False)\n")
+    if "nameless checks" in question:  # the checks print only a number (a problem): it must match the answer's
+        units = 99 if "nameless checks that disagree" in question else 12
+        return _program(load + "from pathlib import Path\np = Path('/mnt/user-data/workspace/nameless.txt')\n"
+                        "n = int(p.read_text()) + 1 if p.exists() else 1\np.write_text(str(n))\n"
+                        f"print('region with the most units: East 12' if n == 1 else {units})\n")
     if "both parts" in question:  # the first run answers one part, later runs both
         return _program(load + "from pathlib import Path\np = Path('/mnt/user-data/workspace/parts.txt')\n"
                         "n = int(p.read_text()) + 1 if p.exists() else 1\np.write_text(str(n))\n"

@@ -210,6 +210,30 @@ def test_a_question_about_one_year_needs_a_program_that_uses_it():
     assert ProgramAnswerMiddleware().problem(run, [], [], asked="Revenue change from 2022 to 2023?") is None
 
 
+def test_a_year_echoed_in_a_label_is_not_a_year_selected():
+    # seen on the embedded model: "best month of 2023 for revenue: December 106643.3", summed over every year
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    asked = "In /mnt/user-data/uploads/sales.csv, what was the best month of 2023 for revenue? How much was it?"
+    code = "rev = df.groupby(df['order_date'].dt.month_name())['revenue'].sum()\nprint(rev.idxmax(), rev.max())"
+    echoed = {"stdout": "best month of 2023 for revenue: December 106643.3", "exit_code": 0, "code": code}
+    problem = ProgramAnswerMiddleware().problem(echoed, [], [], asked=asked)
+    assert problem is not None and "2023" in problem[1]
+    # a year the output states as a value, or among other years, is the program's own doing
+    for stdout in ("year\n2022    98001.2\n2023    106643.3", "revenue 2022: 98001.2\nrevenue 2023: 106643.3",
+                   "best month: 2023-12 61061.7"):
+        assert ProgramAnswerMiddleware().problem({**echoed, "stdout": stdout}, [], [], asked=asked) is None, stdout
+
+
+def test_a_count_the_question_rules_out_is_not_asked():
+    # seen on the embedded model: "(don't count the header)" read as a second count, so "50000" lacked one
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    run = {"stdout": "number of readings: 50000", "exit_code": 0}
+    asked = "how many readings are recorded in /mnt/user-data/uploads/s.parquet? (don't count the header)"
+    assert ProgramAnswerMiddleware().problem(run, [], [], asked=asked) is None
+    problem = ProgramAnswerMiddleware().problem(run, [], [], asked=asked.replace("don't count", "and count"))
+    assert problem is not None and "2 times" in problem[1]
+
+
 def test_a_ranking_names_its_rows_by_the_id_column_not_by_row_number():
     # seen on the embedded model: the top 5 listings by price per square foot named by pandas' row numbers
     from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
@@ -538,3 +562,17 @@ def test_a_table_asked_largest_first_must_be(table, asked, flagged):
     run = {"stdout": "", "exit_code": 0, "code": "print(1)", "written": [out], "tables": {out: table}}
     problem = ProgramAnswerMiddleware().problem(run, [out], [out], None, f"Save {asked} to {out}")
     assert (problem is not None and "is not sorted" in problem[1] and "'revenue'" in problem[1]) is flagged
+
+
+@pytest.mark.parametrize(("stdout", "asked", "flagged"), [
+    ("share of rows with 'fault': 0.02", "What share of the rows are fault?", True),  # 1.574 % shown as 0.02
+    ("conversion rate: 0.05", "Conversion rate across sessions?", True),
+    ("share of rows with 'fault': 1.57%", "What share of the rows are fault?", False),
+    ("share of rows with 'fault': 0.0157", "What share of the rows are fault?", False),
+    ("share: 0.02", "What share of rows are fault, as a fraction rounded to 2 decimals?", False),  # as asked
+    ("correlation: 0.82", "Pearson correlation of a and b?", False),
+])
+def test_a_share_rounded_to_two_decimals_as_a_fraction_is_sent_back(stdout, asked, flagged):
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    problem = ProgramAnswerMiddleware().problem({"stdout": stdout, "exit_code": 0}, [], [], asked=asked)
+    assert (problem is not None and "percentages with two decimals" in problem[1]) is flagged

@@ -116,6 +116,20 @@ def test_answers_that_checks_do_not_confirm_are_not_given(agent, sales):
     assert not [m for m in thread.messages if isinstance(m, AIMessage) and not m.tool_calls]
 
 
+def test_checks_that_print_less_than_asked_still_must_not_contradict_the_answer(agent, sales):
+    # seen on the embedded model: both checks lacked a part (unusable), so a wrong answer went out unconfirmed
+    thread = _thread(agent, sales)
+    run = thread.start(f"Which region sold the most units in {UP}/sales.csv? (nameless checks that disagree)")
+    with pytest.raises(AnswerError) as caught:
+        run.wait()
+    assert caught.value.stop_reason == "ungrounded_answer"
+    assert "(region with the most units: East 12 | 99 | 99)" in caught.value.cause
+    # checks lacking the name but stating the same value confirm what they state
+    thread = _thread(agent, sales)
+    answer = thread.chat(f"Which region sold the most units in {UP}/sales.csv? (nameless checks that agree)")
+    assert answer == "region with the most units: East 12"
+
+
 def test_tables_of_different_lengths_are_not_an_agreement(agent, sales):
     thread = _thread(agent, sales)
     run = thread.start(f"Save the East rows of {UP}/sales.csv to {OUT}/east.csv")

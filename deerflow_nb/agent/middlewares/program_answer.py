@@ -197,8 +197,15 @@ class ProgramAnswerMiddleware(AgentMiddleware):
                                       self._answer(runs[i], asked, reports))
         if len(checks) < self.check_programs:
             return "check", None
-        if not usable:  # the checks failed to run: nothing contradicts the answer
-            return "answer", self._answer(answer, asked, reports)
+        if not usable:
+            # a check that ran but printed less than asked (or more) still states values: they must not
+            # contradict the answer; checks that crashed contradict nothing
+            ran = [run for run in checks if run.get("exit_code") in (0, None) and str(run.get("stdout") or "").strip()
+                   and misread(run, asked, preview) is None]
+            if not ran or any(agree(stdout[0], str(run.get("stdout")), asked)
+                              and same_tables(answer, run, asked, TABLE_HEAD) for run in ran):
+                return "answer", self._answer(answer, asked, reports)
+            stdout += [str(run.get("stdout")) for run in ran]
         cause = ("could not confirm an answer: independent programs computed different results ("
                  + " | ".join(_one_line(text) for text in stdout) + ")")
         tables = sorted({path for run in runs for path in run.get("lines") or {}})

@@ -1,0 +1,116 @@
+"""Which rows a small model's program counts: misreadings found in its code, with a hint a repair can act on.
+
+Measured on the embedded model, two independent programs often made the same misreading, so the check
+agreed with a wrong answer. Two of them are about rows:
+
+- :func:`unasked_filter`: the program keeps only the rows with one value the question never names,
+  copied from the data's sample rows ("points by conference" computed for ``conference == 'East'``;
+  "how many readings" answered for ``temperature == 38.62``);
+- :func:`distinct_for_rows`: a count of rows ("how many player-seasons have team X", "how many monthly
+  readings have type Y") answered with the number of distinct values of a column the question does not
+  name (``['season'].nunique()``).
+
+Like :mod:`~deerflow_nb.agent.program_misreads`, these are advice: one hint per question, so a false alarm
+costs a program, never the answer.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping
+
+from deerflow_nb.agent.answer_checks import find_numbers
+
+__all__ = ["distinct_for_rows", "rows_hint", "unasked_filter"]
+
+_PATHS = re.compile(r"\S*/\S*")
+#: Words that ask for distinct values: a ``nunique()`` is then what the question wants.
+_DISTINCT = re.compile(r"\b(?:distinct|unique|different|separate|various)\b|\bhow many (?:kinds|types|sorts)\b",
+                       re.IGNORECASE)
+_COUNT = re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b", re.IGNORECASE)
+
+
+def _column(node: ast.expr) -> str | None:
+    """The column ``node`` reads: ``x['name']`` or ``x.name`` (on any table variable or expression)."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        return node.slice.value
+    if isinstance(node, ast.Attribute) and isinstance(node.value, (ast.Name, ast.Subscript, ast.Call)) \
+            and node.attr not in {"index", "values", "columns", "str", "dt", "shape"}:
+        return node.attr
+    return None
+
+
+def _named(words: str, column: str) -> bool:
+    """Whether the question's ``words`` name ``column`` (as written, spaced, or one of its words, plural too)."""
+    low = words.lower()
+    variants = {column.lower(), column.lower().replace("_", " ")}
+    parts = re.split(r"[\W_]+", re.sub(r"([a-z])([A-Z])", r"\1 \2", column).lower())  # sessionId: session, id
+    variants |= {part for part in parts if len(part) > 2 and part not in {"num", "total"}}
+    return any(re.search(rf"(?<![\w-]){re.escape(v)}(?:s|es)?(?![\w-])", low) for v in variants)
+
+
+def unasked_filter(tree: ast.AST, asked: str, values: Mapping[str, str]) -> str | None:
+    """A hint when the program keeps only rows equal to a value the question does not name (see module docs).
+
+    A text value counts when the data lists it (``values``: listed value → its column), the question names its
+    column (it asks about that column, "by conference") and names none of the column's values; a number counts
+    when it has decimals and the question does not state it (integers are years, flags and codes).
+    """
+    words = _PATHS.sub(" ", asked)
+    low = asked.lower()  # a value may look like a path ("/home")
+    stated = {round(n.value, 6) for n in find_numbers(words)}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq)):
+            continue
+        left, right = node.left, node.comparators[0]
+        if isinstance(left, ast.Constant):
+            left, right = right, left
+        column = _column(left)
+        if column is None or not isinstance(right, ast.Constant):
+            continue
+        value = right.value
+        if isinstance(value, str) and values.get(value) == column and value.lower() not in low \
+                and _named(words, column) \
+                and not any(v.lower() in low for v, c in values.items() if c == column and len(v) > 1):
+            return (f"The question names no {column} value, and the program keeps only the rows with {column} == "
+                    f"{value!r} (a value from the data's sample rows). Use every row (one result per {column} if the "
+                    "question asks by it) and write the whole program again.")
+        if isinstance(value, float) and not value.is_integer() and round(value, 6) not in stated:
+            return (f"The question names no value {value}, and the program keeps only the rows with {column} == "
+                    f"{value} (a value from the data's sample rows). Use every row the question asks about and write "
+                    "the whole program again.")
+    return None
+
+
+def distinct_for_rows(tree: ast.AST, asked: str) -> str | None:
+    """A hint when a count of rows is answered with the distinct values of a column the question does not name."""
+    words = _PATHS.sub(" ", asked)
+    if not _COUNT.search(words) or _DISTINCT.search(words):
+        return None
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        target: ast.expr | None = None
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "nunique" and not node.args:
+            target = node.func.value
+        elif isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1 \
+                and isinstance(node.args[0], ast.Call) and isinstance(node.args[0].func, ast.Attribute) \
+                and node.args[0].func.attr == "unique":  # len(x['c'].unique())
+            target = node.args[0].func.value
+        column = _column(target) if target is not None else None
+        if column is None or _named(re.sub(r"\b\w+-\w+\b", " ", words), column):  # "player-seasons" are rows
+            continue
+        return (f"The question counts rows, and the program counts the distinct values of {column!r}, which the "
+                "question does not ask about. Count the rows that match (len(selected_rows)) and write the whole "
+                "program again.")
+    return None
+
+
+def rows_hint(code: str, asked: str, values: Mapping[str, str] | None = None) -> str | None:
+    """The first of :func:`unasked_filter` and :func:`distinct_for_rows` that ``code`` shows, or ``None``."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None
+    return unasked_filter(tree, asked, values or {}) or distinct_for_rows(tree, asked)

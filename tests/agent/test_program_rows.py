@@ -1,0 +1,56 @@
+"""Row misreadings found in a program's code (:mod:`deerflow_nb.agent.program_rows`), each seen on the embedded model."""
+
+from __future__ import annotations
+
+import pytest
+
+from deerflow_nb.agent.program_checks import misread
+from deerflow_nb.agent.program_rows import rows_hint
+from deerflow_nb.tools.data_preview import DataPreview
+
+VALUES = {"East": "conference", "West": "conference", "Metro Meteors": "team", "Summit Bears": "team",
+          "/home": "landingPage", "/blog": "landingPage"}
+JOIN = "/mnt/user-data/uploads/player_stats.csv x /mnt/user-data/uploads/teams.csv on team -> season 2023 points by conference?"
+EAST = ("m = stats.merge(teams, on='team')\n"
+        "print(m[(m['season'] == 2023) & (m['conference'] == 'East')].groupby('conference')['points'].sum())\n")
+
+
+@pytest.mark.parametrize(("asked", "code", "flagged"), [
+    (JOIN, EAST, "conference == 'East'"),  # a group-by question answered for one group
+    (JOIN, EAST.replace("m['conference'] == 'East'", "m['season'] > 0"), None),
+    (JOIN.replace("by conference", "for the East conference"), EAST, None),  # the question names it
+    (JOIN.replace("by conference", "by conference, East and West"), EAST, None),  # names the column's values
+    ("How many readings are in /mnt/user-data/uploads/s.parquet?",  # a number from the sample rows
+     "print('readings:', len(df[df['temperature'] == 38.62]))", "temperature == 38.62"),
+    ("How many readings have temperature 38.62 in /mnt/user-data/uploads/s.parquet?",
+     "print('readings:', len(df[df['temperature'] == 38.62]))", None),
+    ("How many rows of 2023 are in /mnt/user-data/uploads/s.csv?", "print(len(df[df.year == 2023]))", None),
+    ('What percentage of sessions have landingPage "/home"?', "print((df['landingPage'] == '/home').mean())", None),
+])
+def test_a_filter_the_question_does_not_ask_for_is_named(asked, code, flagged):
+    hint = rows_hint(code, asked, VALUES)
+    assert (hint is None) if flagged is None else (hint is not None and flagged in hint), hint
+
+
+@pytest.mark.parametrize(("asked", "code", "flagged"), [
+    ('how many player-seasons have team "Metro Meteors"?',
+     "print(df[df['team'] == 'Metro Meteors']['season'].nunique())", "'season'"),
+    ('how many monthly meter readings have building_type "Warehouse"?',
+     "print(len(df[df.building_type == 'Warehouse'].month.unique()))", "'month'"),
+    ("How many distinct seasons has team Metro Meteors played?", "print(df[df.team == 'x']['season'].nunique())", None),
+    ("How many seasons are in the data?", "print(df['season'].nunique())", None),  # the question names the column
+    ("How many sessions started on each weekday?", "print(df.groupby('day')['sessionId'].nunique())", None),
+    ("How many customers placed an order?", "print(df['customer_id'].nunique())", None),
+])
+def test_distinct_values_counted_for_a_count_of_rows_are_named(asked, code, flagged):
+    hint = rows_hint(code, asked)
+    assert (hint is None) if flagged is None else (hint is not None and flagged in hint), hint
+
+
+def test_the_middleware_gives_the_row_hint_as_a_misreading():
+    preview = DataPreview("Data", "", {"/mnt/user-data/uploads/m.csv": "m"}, {"m": ["conference", "points"]},
+                          values=VALUES)
+    run = {"code": EAST, "stdout": "points by conference (East): 41383.0", "exit_code": 0}
+    hint = misread(run, JOIN, preview)
+    assert hint is not None and "Use every row" in hint
+    assert misread({**run, "exit_code": 1}, JOIN, preview) is None  # a program that failed has its error to go on
