@@ -59,11 +59,15 @@ def _value_part(line: str) -> tuple[str, bool]:
     return line, False  # a sentence ("bar chart saved to ..."): its numbers and paths only
 
 
-def _index_name(lines: list[str], at: int) -> bool:
-    """Whether line ``at`` is a table's index name: one word, no digit, above a row of the table."""
-    word = lines[at].strip()
-    return (bool(word) and len(word.split()) == 1 and not any(ch.isdigit() for ch in word)
-            and at + 1 < len(lines) and bool(_TABLE_ROW.search(lines[at + 1].strip())))
+def _header(lines: list[str], at: int) -> bool:
+    """Whether line ``at`` names a table's columns or index: no digit, no label mark, above a row with a number.
+
+    ("Sqft_bin", "    Listing ID  Price per Sqft"): one program's column names are another's "price/sqft".
+    """
+    words = lines[at].strip()
+    below = lines[at + 1].strip() if at + 1 < len(lines) else ""
+    return (bool(words) and not any(ch.isdigit() or ch in ":=" for ch in words)
+            and bool(_TABLE_ROW.search(below)) and any(ch.isdigit() for ch in below))
 
 
 def answer_values(stdout: str, question: str = "", *, question_words: bool = False) -> AnswerValues:
@@ -80,7 +84,7 @@ def answer_values(stdout: str, question: str = "", *, question_words: bool = Fal
     for at, line in enumerate(lines):
         if _FOOTER.match(line.strip()):  # pandas' "Name: points, dtype: float64" under a Series: not a value
             continue
-        if _index_name(lines, at):  # "Sqft_bin" above a table: one output names its index, another not, or so
+        if _header(lines, at):  # "Sqft_bin" above a table: one output names its columns one way, another not
             continue
         part, words = _value_part(line)
         numbers += [n for n in find_numbers(part) if round(n.value, 6) not in asked]
@@ -132,12 +136,13 @@ def _same_values(a: AnswerValues, b: AnswerValues) -> bool:
 def _answer_lines(stdout: str, question: str) -> list[AnswerValues]:
     """The values of each line of an output that states one.
 
-    Lines naming only a saved file are left out, and so are lines of one word without a number: pandas prints
-    a table's index name alone above it ("Region"), which the other output may not print (the whole outputs'
-    names are still compared).
+    Lines naming only a saved file are left out, and so are lines of one word without a number and a table's
+    header: pandas prints a table's index name alone above it ("Region"), and column names are labels, which
+    the other output may write otherwise.
     """
-    lines = [answer_values(line, question, question_words=True) for line in stdout.splitlines()
-             if len(line.split()) > 1 or any(ch.isdigit() for ch in line)]
+    every = stdout.splitlines()
+    lines = [answer_values(line, question, question_words=True) for at, line in enumerate(every)
+             if (len(line.split()) > 1 or any(ch.isdigit() for ch in line)) and not _header(every, at)]
     return [values for values in lines if values and not _files_only(values)]
 
 

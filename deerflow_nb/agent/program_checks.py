@@ -125,7 +125,7 @@ def output_problem(run: dict[str, Any], requested: Sequence[str], written: Seque
                                    "Print the name and its value, each with a label, and write the whole program "
                                    "again.")
     asked_counts = len(_HOW_MANY.findall(asked))
-    if asked_counts and not pages and not _WHOLE.search(re.sub(r"\S*/\S*", " ", stdout)):
+    if asked_counts and not pages and not _WHOLE.search(_without_given(re.sub(r"\S*/\S*", " ", stdout), asked)):
         return "unanswered_part", ("The question asks how many, and the output states no count. Write the "
                                    "whole program again so that it prints every asked value, the count too, "
                                    "each with a label.")
@@ -367,6 +367,19 @@ def _ids_hint(code: str, id_column: str, preview: DataPreview | None) -> str:
 
 
 _COUNT = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?![\w.])|(?<![\w.])\d+(?![\w.])")
+
+
+def _without_given(stdout: str, asked: str) -> str:
+    """``stdout`` without the question's whole numbers in its labels ("orders in March 2023: 106.6k": no count)."""
+    given = {m.group(0) for m in _COUNT.finditer(asked)}
+    lines = []
+    for line in stdout.splitlines():
+        label, mark, value = line.partition(":") if ":" in line else line.partition("=")
+        if mark:
+            for number in given:
+                label = re.sub(rf"(?<![\w.,]){re.escape(number)}(?![\w.,])", " ", label)
+        lines.append(label + mark + value)
+    return "\n".join(lines)
 
 
 def _counts_stated(stdout: str, asked: str) -> int:

@@ -224,6 +224,16 @@ def test_a_year_echoed_in_a_label_is_not_a_year_selected():
         assert ProgramAnswerMiddleware().problem({**echoed, "stdout": stdout}, [], [], asked=asked) is None, stdout
 
 
+def test_a_year_in_a_label_is_not_a_count():
+    # seen on the embedded model: "total revenue in March 2023: 106.6k" passed for "how many orders ... and ..."
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    asked = "How many orders were placed in March 2023, and what was their total revenue? Give it in thousands."
+    for stdout, flagged in (("total revenue in March 2023: 106.6k", True), ("orders in March 2023: 128\nrevenue: 53.1k",
+                            False), ("2023", False), ("orders in 2023: 2023", False)):
+        problem = ProgramAnswerMiddleware().problem({"stdout": stdout, "exit_code": 0}, [], [], asked=asked)
+        assert (problem is not None and "states no count" in problem[1]) is flagged, stdout
+
+
 def test_a_count_the_question_rules_out_is_not_asked():
     # seen on the embedded model: "(don't count the header)" read as a second count, so "50000" lacked one
     from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
@@ -529,6 +539,17 @@ def test_tables_whose_index_names_differ_agree():
     assert not agree(first, second.replace("856273.83", "866273.83"), asked)
     # a name printed alone after its label is an answer, not an index name
     assert not agree("top department:\nEngineering", "top department:\nSales", "Which department?")
+
+
+def test_tables_whose_column_names_differ_agree():
+    # seen on the embedded model: a right top 5 went unconfirmed for "Price per Sqft" against "price/sqft"
+    asked = "Rank the listings by price per square foot (Price / Sqft) and give me the top 3, in order."
+    rows = "828  LST-00829     1855.288684\n234  LST-00235     1499.536321\n440  LST-00441     1465.660490"
+    first = "    Listing ID  Price per Sqft\n" + rows
+    second = "Top 3 listings by price/sqft:\n    Listing ID   price/sqft\n" + rows.replace("     ", "  ")
+    assert agree(first, second, asked)
+    assert not agree(first, second.replace("LST-00235", "LST-00236"), asked)
+    assert not agree(first, second.replace("1499.536321", "1399.536321"), asked)
 
 
 def test_a_series_computed_from_columns_is_named_after_its_variable_when_used_as_a_column():
