@@ -9,7 +9,8 @@ neither imports nor assigns it. Nothing else about the program changes.
 columns, an error since pandas 2) becomes ``df.groupby('g')[['a', 'b']]``, what the program meant; and
 :func:`name_series` names a Series computed from columns (``revenue = df['units'] * df['unit_price']``) after its
 variable when the program later uses that name as a column (``.reset_index()`` then ``sort_values('revenue')``:
-an unnamed Series' column is ``0``).
+an unnamed Series' column is ``0``). :func:`group_label_arithmetic` fixes arithmetic with a label:
+``t[2023] - t[2022].idxmax()`` (subtracting the name of a group) becomes ``(t[2023] - t[2022]).idxmax()``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from __future__ import annotations
 import ast
 import builtins
 
-__all__ = ["KNOWN_IMPORTS", "add_missing_imports", "list_grouped_columns", "missing_imports", "name_series"]
+__all__ = ["KNOWN_IMPORTS", "add_missing_imports", "group_label_arithmetic", "list_grouped_columns", "missing_imports",
+           "name_series"]
 
 _SKLEARN = {
     "linear_model": ("LinearRegression", "LogisticRegression", "Ridge", "Lasso"),
@@ -154,6 +156,43 @@ def name_series(code: str) -> str:
     for start_line, start_col, end_line, end_col, name in sorted(edits, reverse=True):
         end = lines[end_line - 1]
         lines[end_line - 1] = end[:end_col] + f").rename({name!r})" + end[end_col:]
+        start = lines[start_line - 1]
+        lines[start_line - 1] = start[:start_col] + "(" + start[start_col:]
+    return "".join(lines)
+
+
+def group_label_arithmetic(code: str) -> str:
+    """``code`` with ``a - b.idxmax()`` written ``(a - b).idxmax()`` (``idxmin`` too; ``+``, ``-``, ``*``, ``/``).
+
+    ``idxmax()`` returns a group's name: arithmetic between values and a name is never what a program means, and
+    the embedded model writes it for "the group that grew the most". A constant on the left (``2024 - ...``)
+    is left alone. Unchanged when it does not parse.
+    """
+    if "idxm" not in code:
+        return code
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code
+    edits = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub | ast.Add | ast.Div | ast.Mult)
+                and not isinstance(node.left, ast.Constant)):
+            continue
+        right = node.right
+        if not (isinstance(right, ast.Call) and isinstance(right.func, ast.Attribute)
+                and right.func.attr in ("idxmax", "idxmin") and not right.args and not right.keywords):
+            continue
+        inner = right.func.value
+        if inner.end_lineno is None or inner.end_col_offset is None:
+            continue
+        edits.append((node.left.lineno, node.left.col_offset, inner.end_lineno, inner.end_col_offset))
+    if not edits or len(edits) > 1 and any(a[0] == b[0] for a in edits for b in edits if a is not b):
+        return code  # nested or several on a line: left to the repair turn
+    lines = code.splitlines(keepends=True)
+    for start_line, start_col, end_line, end_col in sorted(edits, reverse=True):
+        end = lines[end_line - 1]
+        lines[end_line - 1] = end[:end_col] + ")" + end[end_col:]
         start = lines[start_line - 1]
         lines[start_line - 1] = start[:start_col] + "(" + start[start_col:]
     return "".join(lines)

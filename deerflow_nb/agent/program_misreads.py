@@ -71,6 +71,19 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = (
      "The column holds text, not dates: convert it first with pd.to_datetime(df['column']). "),
     (re.compile(r"unsupported operand type\(s\) for [-+*/]: 'str' and|could not convert string to float"),
      "A column used in arithmetic holds text: convert it with pd.to_numeric(df['column'], errors='coerce'). "),
+    (re.compile(r"unsupported format string passed to (?:Series|DataFrame)\.__format__"),
+     "The value formatted is a Series (one value per row or group), not one number: aggregate the whole "
+     "expression first, e.g. (a * b).sum(), or pick one value with .loc['name'], then format it. "),
+    (re.compile(r"^SyntaxError: invalid decimal literal", re.MULTILINE),
+     "A format like :.1f works only inside an f-string's braces (print(f'share: {value * 100:.1f}%')), and a "
+     "variable name cannot start with a digit. "),
+    (re.compile(r"^ModuleNotFoundError: No module named '(?!pandas|numpy|scipy|sklearn|matplotlib)", re.MULTILINE),
+     "Only pandas, numpy, scipy, scikit-learn and matplotlib are installed. A line fit is "
+     "scipy.stats.linregress(df['x'], df['y']) (.slope, .intercept, .rvalue, .pvalue); tests are in scipy.stats. "),
+    (re.compile(r"object has no attribute '(?:stats|shapiro|ttest_\w+|pearsonr|spearmanr|chi2_contingency|"
+                r"normaltest|linregress)'"),
+     "Statistical tests are functions of scipy.stats, called with the data: from scipy import stats; "
+     "stats.shapiro(df['x'].dropna()) returns (statistic, pvalue). "),
 )
 
 
@@ -448,7 +461,14 @@ _AGGREGATIONS = frozenset({"sum", "mean", "median", "max", "min", "std", "groupb
 
 
 def _column_of(node: ast.AST, frames: Sequence[str]) -> bool:
-    """Whether ``node`` is a column of a loaded frame: ``df['x']`` or ``df.x``."""
+    """Whether ``node`` is a column of a loaded frame or of a row selection of one.
+
+    ``df['x']``, ``df.x`` and ``df[df['region'] == 'West']['x']`` are.
+    """
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Subscript) \
+            and isinstance(node.slice, ast.Constant):
+        selected = node.value
+        return isinstance(selected.value, ast.Name) and selected.value.id in frames and _is_mask(selected.slice)
     if isinstance(node, ast.Subscript):
         return isinstance(node.value, ast.Name) and node.value.id in frames and isinstance(node.slice, ast.Constant)
     return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in frames

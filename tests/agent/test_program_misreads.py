@@ -116,6 +116,11 @@ def test_programs_that_do_not_parse_get_no_misread_hint():
     ("TypeError: unsupported operand type(s) for -: 'str' and 'int'", "pd.to_numeric"),
     ("ValueError: Cannot subset columns with a tuple with more than one element. Use a list instead.",
      "[['first_column', 'second_column']]"),
+    ("TypeError: unsupported format string passed to Series.__format__", "aggregate the whole expression"),
+    ("    print(x * 100:.1f)\n             ^\nSyntaxError: invalid decimal literal", "inside an f-string"),
+    ("ModuleNotFoundError: No module named 'statsmodels'", "scipy.stats.linregress"),
+    ("ModuleNotFoundError: No module named 'pandas'", ""),  # the stack itself missing is no program's fault
+    ("AttributeError: 'Series' object has no attribute 'stats'", "stats.shapiro(df['x'].dropna())"),
     ("ZeroDivisionError: division by zero", ""),
 ])
 def test_errors_small_models_repeat_get_a_hint(stderr, needle):
@@ -250,6 +255,9 @@ def test_the_wrong_end_of_a_ranking_gets_a_hint(code, asked, needle):
     ("march = df[df['d'].dt.month == 3]\nr = march['quantity'] * march['unit_price'].sum()\n",  # a row selection
      "march = df[df['d'].dt.month == 3]\nr = (march['quantity'] * march['unit_price']).sum()\n"),
     ("per = df.groupby('g').sum()\nr = per['a'] * per['b'].sum()\n", None),  # per-group results: not rows
+    ("w = df[df['r'] == 'West']['q'] * df[df['r'] == 'West']['p'].sum()\n",  # a selection written inline
+     "w = (df[df['r'] == 'West']['q'] * df[df['r'] == 'West']['p']).sum()\n"),
+    ("w = df[df['r'] == 'West']['q'] * df[df['r'] == 'West']['q'].sum()\n", None),  # one column
 ])
 def test_a_product_of_two_columns_is_aggregated_whole(code, fixed):
     assert fix_precedence(code, ["df"]) == (fixed or code)
@@ -339,3 +347,20 @@ def test_without_the_fill_the_percentile_skips_missing_values():
 def test_open_ended_bins_written_with_comparison_signs(asked, edges):
     from deerflow_nb.agent.program_misreads import _asked_edges
     assert _asked_edges(asked) == edges
+
+
+def test_arithmetic_with_a_group_label_is_done_before_idxmax():
+    # seen on the embedded model: "which type grew the most" as t[2023] - t[2022].idxmax() (values minus a name)
+    import pandas as pd
+
+    from deerflow_nb.agent.program_fixes import group_label_arithmetic
+
+    code = "best = t[2023] - t[2022].idxmax()\nprint('grew most:', t[2023] / t[2022].idxmin())\n"
+    fixed = group_label_arithmetic(code)
+    assert fixed == "best = (t[2023] - t[2022]).idxmax()\nprint('grew most:', (t[2023] / t[2022]).idxmin())\n"
+    t = pd.DataFrame({2022: [10, 20], 2023: [30, 21]}, index=["Office", "Retail"])
+    scope = {"t": t}
+    exec(fixed.splitlines()[0], scope)
+    assert scope["best"] == "Office"
+    for unchanged in ("y = 2024 - s.idxmax()\n", "y = s.idxmax()\n", "y = (a - b).idxmax()\n", "def (:\n"):
+        assert group_label_arithmetic(unchanged) == unchanged

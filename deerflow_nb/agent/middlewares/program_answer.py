@@ -38,7 +38,12 @@ from deerflow_nb.agent.answer_report import report_note, report_paths, report_pr
 from deerflow_nb.agent.middlewares._base import context_of, last_ai
 from deerflow_nb.agent.middlewares.answer_check import PROGRAM_ANSWER
 from deerflow_nb.agent.program_checks import misread, output_problem
-from deerflow_nb.agent.program_fixes import add_missing_imports, list_grouped_columns, name_series
+from deerflow_nb.agent.program_fixes import (
+    add_missing_imports,
+    group_label_arithmetic,
+    list_grouped_columns,
+    name_series,
+)
 from deerflow_nb.agent.program_misreads import (
     count_rows,
     fix_bins,
@@ -358,7 +363,8 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         for call in message.tool_calls:
             code = (call.get("args") or {}).get("code")
             if call.get("name") == CODE_TOOL and isinstance(code, str):
-                code = fix_ttest_variance(add_missing_imports(name_series(list_grouped_columns(code))), asked)
+                code = group_label_arithmetic(list_grouped_columns(code))
+                code = fix_ttest_variance(add_missing_imports(name_series(code)), asked)
                 code = fix_bins(keep_needed_rows(code, asked, preview.columns), asked)
                 code = keep_missing(code, asked, list(preview.columns) or ["df"])
                 code = fix_precedence(code, list(preview.columns) or ["df"])
