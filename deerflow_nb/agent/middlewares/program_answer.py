@@ -305,12 +305,18 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         return list_upload_entries(str(ctx.paths.user_data_dir(ctx.user_id, ctx.thread_id) / "uploads"))
 
     def _request(self, request: ModelRequest, preview: DataPreview, hint: str | None,
-                 check: bool = False) -> ModelRequest:
+                 check: bool = False, fresh: bool = False) -> ModelRequest:
+        """The model request for the next program: the first, a check, a repair with ``hint``, or ``fresh``.
+
+        A ``fresh`` program (see :meth:`_repeats`) is asked like a check: the question as asked, none of this
+        turn's programs in view, sampled with another seed.
+        """
         human, after = user_turn(request.messages)
         request = request.override(tools=[t for t in request.tools if getattr(t, "name", None) != CLARIFICATION_TOOL])
         asked = _asked(request)
         messages = list(request.messages)
-        if check:  # an independent program: the question as asked, none of this turn's programs
+        earlier = len(_programs(after))
+        if check or fresh:  # an independent program: the question as asked, none of this turn's programs
             messages = messages[:len(messages) - len(after)]
             after = []
         reports = report_paths(requested_outputs(asked))
@@ -320,7 +326,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         if hint:
             messages.append(_hint(hint))
         repairing = bool(request.messages) and is_internal(request.messages[-1])  # an answer check's repair turn
-        code = check or bool(hint) or repairing or bool(_programs(after)) or self._wants_code(asked)
+        code = check or fresh or bool(hint) or repairing or bool(_programs(after)) or self._wants_code(asked)
         if not (code and any(getattr(t, "name", None) == CODE_TOOL for t in request.tools)):
             return request.override(messages=messages)
         settings = dict(request.model_settings)
@@ -328,7 +334,10 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             if preview.prelude:
                 settings["code_prefix"] = preview.prelude
             tries = len(_programs(after))
-            if check:  # sampled, so that it is written independently of the greedy first program
+            if fresh:
+                settings["temperature"] = CHECK_TEMPERATURE
+                settings["seed"] = 200 + earlier
+            elif check:  # sampled, so that it is written independently of the greedy first program
                 done = len(_flagged_calls(user_turn(request.messages)[1], _CHECK_FLAG))
                 settings["temperature"] = CHECK_TEMPERATURE
                 settings["seed"] = 100 + done  # reproducible runs
@@ -340,6 +349,26 @@ class ProgramAnswerMiddleware(AgentMiddleware):
                 settings["seed"] = seed
         return request.override(messages=messages, model_settings=settings,
                                 tool_choice={"type": "function", "function": {"name": CODE_TOOL}})
+
+    @staticmethod
+    def _repeats(request: ModelRequest, response: ModelResponse) -> bool:
+        """Whether the program of ``response`` is one of this turn's programs word for word.
+
+        Measured on the embedded model, a third of the repairs wrote the failed program again (sampled, with
+        the error and a hint before it); running it again would cost a turn for the same result. Such a repair
+        is written afresh instead, without the earlier programs in view.
+        """
+        message = last_ai(response)
+        if message is None:
+            return False
+        new = [str((c.get("args") or {}).get("code", "")).strip() for c in message.tool_calls
+               if c.get("name") == CODE_TOOL]
+        if not new:
+            return False
+        _, after = user_turn(request.messages)
+        codes = _call_codes(after)
+        earlier = {code.strip() for call_id, code in codes.items() if call_id not in _flagged_calls(after, _CHECK_FLAG)}
+        return new[0] in earlier
 
     @staticmethod
     def _wants_code(asked: str) -> bool:
@@ -393,7 +422,10 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         preview = self._preview(request)
         self._refuse_missing(request, preview)
         check = step[0] == "check"
-        return self._finish(handler(self._request(request, preview, step[1], check)), _asked(request), preview, check)
+        result = self._finish(handler(self._request(request, preview, step[1], check)), _asked(request), preview, check)
+        if not check and self._repeats(request, result):
+            result = self._finish(handler(self._request(request, preview, None, fresh=True)), _asked(request), preview)
+        return result
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
@@ -412,8 +444,12 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         preview = cached if isinstance(cached, DataPreview) else await asyncio.to_thread(self._preview, request)
         self._refuse_missing(request, preview)
         check = step[0] == "check"
-        return self._finish(await handler(self._request(request, preview, step[1], check)), _asked(request), preview,
-                            check)
+        result = self._finish(await handler(self._request(request, preview, step[1], check)), _asked(request),
+                              preview, check)
+        if not check and self._repeats(request, result):
+            result = self._finish(await handler(self._request(request, preview, None, fresh=True)), _asked(request),
+                                  preview)
+        return result
 
 
 def _asked(request: ModelRequest) -> str:
