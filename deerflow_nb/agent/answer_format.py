@@ -142,7 +142,8 @@ def _round_to(match: re.Match[str], places: int) -> str:
     return f"{exact:f}"
 
 
-_VALUE_NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*\.\d+(?![\w.])|(?<![\w.,])-?\d+(?![\w.,])")
+#: A number of a value, a unit after it aside ("43.7k", "12.5%").
+_VALUE_NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*\.\d+(?=[kKM]?(?![\w.]))|(?<![\w.,])-?\d+(?=[kKM]?(?![\w.,]))")
 
 
 def _fit_line(line: str, places: int) -> str:
@@ -170,6 +171,42 @@ def _items(lines: list[str]) -> list[tuple[str, int]]:
     return items
 
 
+#: A unit the question shows in an example of the answer's form ("e.g. 12.3k", "like 12.3%").
+_UNIT_EXAMPLE = re.compile(r"\b(?i:e\.\s?g\.?|eg|like|such as|for example|as in)[\s,:]*[($]?-?\d[\d,]*(?:\.\d+)?"
+                           r"\s?(k|K|M|%)(?!\w)")
+#: What a program's label says when its value is in that unit ("revenue in thousands:").
+_UNIT_LABEL = {"k": re.compile(r"\bthousands?\b|\(k\)|\bin k\b", re.IGNORECASE),
+               "K": re.compile(r"\bthousands?\b|\(k\)|\bin k\b", re.IGNORECASE),
+               "M": re.compile(r"\bmillions?\b|\(m\)", re.IGNORECASE),
+               "%": re.compile(r"\bpercent(?:age)?s?\b|\bin %|\(%\)|\bpct\b", re.IGNORECASE)}
+
+
+def with_units(stdout: str, asked: str) -> str:
+    """``stdout`` with the unit the question's example shows ("e.g. 12.3k") after values labelled in that unit.
+
+    "total revenue in thousands: 43.7" becomes "total revenue in thousands: 43.7k" when the question asked for
+    "12.3k": the program's own label says the value is in thousands, only the written form changes. A value
+    that already has a unit, or a line that states several numbers, is left as it is.
+    """
+    units = {m.group(1) for m in _UNIT_EXAMPLE.finditer(asked)}
+    if not units:
+        return stdout
+    lines = stdout.splitlines()
+    for label, i in _items(lines):
+        line = lines[i]
+        cut = max(line.rfind(":"), line.rfind("="))
+        head, value = (line[:cut + 1], line[cut + 1:]) if cut >= 0 else ("", line)
+        numbers = list(_VALUE_NUMBER.finditer(value))
+        if len(numbers) != 1 or re.match(r"\s?(?:k|K|M|%|[a-zA-Z])", value[numbers[0].end():]):
+            continue
+        for unit in units:
+            if _UNIT_LABEL[unit].search(label or (lines[i - 1] if i else "")):
+                end = numbers[0].end()
+                lines[i] = head + value[:end] + unit + value[end:]
+                break
+    return "\n".join(lines) + ("\n" if stdout.endswith("\n") else "")
+
+
 def format_answer(stdout: str, asked: str) -> str:
     """The Markdown answer for a program's ``stdout``, each value in the precision its part of ``asked`` names.
 
@@ -195,4 +232,5 @@ def format_answer(stdout: str, asked: str) -> str:
         else:  # no line is this part's (a table of values): every value, as for a question-wide precision
             general.append(places)
     text = "\n".join(lines) + ("\n" if stdout.endswith("\n") else "")
-    return format_output(text, shorten=not PRECISION.search(asked), decimals=general[0] if general else None)
+    text = format_output(text, shorten=not PRECISION.search(asked), decimals=general[0] if general else None)
+    return with_units(text, asked)

@@ -597,3 +597,19 @@ def test_a_share_rounded_to_two_decimals_as_a_fraction_is_sent_back(stdout, aske
     from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
     problem = ProgramAnswerMiddleware().problem({"stdout": stdout, "exit_code": 0}, [], [], asked=asked)
     assert (problem is not None and "percentages with two decimals" in problem[1]) is flagged
+
+
+@pytest.mark.parametrize(("stdout", "asked", "shown"), [
+    # seen on the embedded model: "in thousands: 43.7" for "in thousands with 1 decimal, e.g. 12.3k"
+    ("orders: 112\ntotal revenue in thousands: 43.719", "Orders and revenue? Revenue in thousands with 1 decimal, e.g. 12.3k.",
+     "orders: 112  \ntotal revenue in thousands: 43.7k"),
+    ("orders: 112\ntotal revenue: 43.719k", "Orders and revenue? Revenue in thousands with 1 decimal, e.g. 12.3k.",
+     "orders: 112  \ntotal revenue: 43.7k"),  # a unit already there: the count keeps its form
+    ("percentage of fault rows: 1.574", "What percentage of rows are fault? Like 12.3%.", "percentage of fault rows: 1.574%"),
+    ("share of fault rows: 0.01574", "What share of rows are fault? Like 12.3%.", "share of fault rows: 0.01574"),
+    ("total revenue in thousands: 43.719", "Total revenue in thousands?", "total revenue in thousands: 43.719"),
+    ("revenue in thousands: 43.7 and 51.2", "Revenue in thousands, e.g. 12.3k?", "revenue in thousands: 43.7 and 51.2"),
+])
+def test_a_unit_the_question_shows_is_written_after_values_labelled_in_it(stdout, asked, shown):
+    from deerflow_nb.agent.answer_format import format_answer
+    assert format_answer(stdout, asked) == shown
