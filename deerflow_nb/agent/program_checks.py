@@ -190,19 +190,26 @@ def _month_used(code: str, month: int) -> bool:
             or bool(re.search(rf"\d{{4}}-0?{month}\b|\d{{4}}-{month:02d}-\d\d", low)))
 
 
+_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+
+
 def _states_year(stdout: str, year: str) -> bool:
     """Whether an output states ``year`` as a value (a row of a table by year), not only in a label's words.
 
     "best month of 2023 for revenue: December 106643.3" echoes the question's year in its label: the program
-    may still have summed every year. Labels count when the output names other years too ("revenue 2022: ...").
+    may still have summed every year. Labels count when they name other years too ("revenue 2022: ...") and
+    no value is of another year ("best month in 2023: 2022-11" is not).
     """
-    if set(re.findall(r"\b(?:19|20)\d\d\b", stdout)) - {year}:
-        return year in re.findall(r"\b(?:19|20)\d\d\b", stdout)
+    in_labels: set[str] = set()
+    in_values: set[str] = set()
     for line in stdout.splitlines():
         label, colon, value = line.partition(":") if ":" in line else line.partition("=")
-        if re.search(rf"\b{year}\b", value if colon else label):
-            return True
-    return False
+        in_values.update(_YEAR.findall(value if colon else label))
+        if colon:
+            in_labels.update(_YEAR.findall(label))
+    if year in in_values:
+        return True
+    return year in in_labels and bool(in_labels - {year}) and not in_values - {year}
 
 
 def _period_problem(code: str, stdout: str, asked: str, preview: DataPreview | None) -> str | None:

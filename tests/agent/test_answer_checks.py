@@ -222,6 +222,9 @@ def test_a_year_echoed_in_a_label_is_not_a_year_selected():
     for stdout in ("year\n2022    98001.2\n2023    106643.3", "revenue 2022: 98001.2\nrevenue 2023: 106643.3",
                    "best month: 2023-12 61061.7"):
         assert ProgramAnswerMiddleware().problem({**echoed, "stdout": stdout}, [], [], asked=asked) is None, stdout
+    # a value of another year under a label naming the asked one: the program did not select it
+    wrong = {**echoed, "stdout": "Month with highest sales revenue in 2023: 2022-11\nMax sales revenue: 132969.67"}
+    assert ProgramAnswerMiddleware().problem(wrong, [], [], asked=asked) is not None
 
 
 def test_a_year_in_a_label_is_not_a_count():
