@@ -355,7 +355,7 @@ def _only_measures(stdout: str) -> bool:
     """Whether every value the output states (after a label's ``:``) is a decimal number: no name, no id."""
     values = [line.split(":", 1)[1] if ":" in line else line for line in stdout.splitlines()]
     values = [v.strip() for v in values if v.strip()]
-    return bool(values) and all(re.fullmatch(r"[-+$€£]?\d[\d,]*\.\d+%?", v) for v in values)
+    return bool(values) and all(re.fullmatch(r"[-+$€£]?\d[\d,]*\.\d+\s?%?", v) for v in values)
 
 
 def _ids_hint(code: str, id_column: str, preview: DataPreview | None) -> str:

@@ -71,6 +71,10 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = (
      "The column holds text, not dates: convert it first with pd.to_datetime(df['column']). "),
     (re.compile(r"unsupported operand type\(s\) for [-+*/]: 'str' and|could not convert string to float"),
      "A column used in arithmetic holds text: convert it with pd.to_numeric(df['column'], errors='coerce'). "),
+    (re.compile(r"Boolean index has wrong length|Unalignable boolean Series provided as indexer"),
+     "A row selection's condition must be computed on the table it selects from (t[t['x'] > 1]), not on "
+     "another table or a grouped result; for values that repeat, counts = df['x'].value_counts(), then "
+     "counts[counts >= 2]. "),
     (re.compile(r"unsupported format string passed to (?:Series|DataFrame)\.__format__"),
      "The value formatted is a Series (one value per row or group), not one number: aggregate the whole "
      "expression first, e.g. (a * b).sum(), or pick one value with .loc['name'], then format it. "),

@@ -616,3 +616,14 @@ def test_a_share_rounded_to_two_decimals_as_a_fraction_is_sent_back(stdout, aske
 def test_a_unit_the_question_shows_is_written_after_values_labelled_in_it(stdout, asked, shown):
     from deerflow_nb.agent.answer_format import format_answer
     assert format_answer(stdout, asked) == shown
+
+
+def test_a_which_question_answered_with_a_percentage_alone_names_nothing():
+    # seen on the embedded model: "building type with the largest percentage increase ...: 12412682.5 %"
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    asked = "Which building type had the largest percentage increase in total kwh from 2022 to 2023?"
+    for stdout, flagged in (("building type with the largest percentage increase: 12412682.5 %", True),
+                            ("building type with the largest percentage increase: 7.36%", True),
+                            ("building type with the largest percentage increase: Hospital 7.36 %", False)):
+        problem = ProgramAnswerMiddleware().problem({"stdout": stdout, "exit_code": 0}, [], [], asked=asked)
+        assert (problem is not None and "names nothing" in problem[1]) is flagged, stdout
