@@ -13,7 +13,8 @@ from __future__ import annotations
 import decimal
 import re
 
-__all__ = ["PANDAS_FOOTER", "format_answer", "format_output", "pad_decimals", "part_places", "shorten_floats"]
+__all__ = ["PANDAS_FOOTER", "WHOLE_NUMBER", "format_answer", "format_output", "pad_decimals", "part_places",
+           "shorten_floats"]
 
 _LONG_FLOAT = re.compile(r"(?<![\w.])-?\d+\.\d{7,}(?:[eE][-+]?\d+)?(?![\w.])")
 _DECIMAL = re.compile(r"(?<![\w.])(-?\d+)\.(\d+)(?![\w.]|e[-+]?\d)")
@@ -104,7 +105,7 @@ _PLACES = re.compile(r"\b([0-6]|one|two|three|four|five|six)\s*(?:decimals?|deci
                      re.IGNORECASE)
 _NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 # "as a whole number", "to the nearest integer", "no decimals"
-_WHOLE_NUMBER = re.compile(r"\bwhole numbers?\b|\bnearest (?:whole )?(?:integer|number|unit)\b|\bas an? integer\b"
+WHOLE_NUMBER = re.compile(r"\bwhole numbers?\b|\bnearest (?:whole )?(?:integer|number|unit)\b|\bas an? integer\b"
                            r"|\b(?:no|without) decimals?\b", re.IGNORECASE)
 # where a question's parts end: "(2)", "?", ";", a sentence, "Also", "and what/which/how"
 _CLAUSE_END = re.compile(r"\(\d\)|\?|;|(?<=[a-z)])\.\s|\balso\b|\band (?=(?:what|which|how|give|the)\b)", re.IGNORECASE)
@@ -128,7 +129,7 @@ def part_places(asked: str) -> list[tuple[frozenset[str], int]]:
     """
     out = []
     for clause in _CLAUSE_END.split(re.sub(r"\S*/\S*", " ", asked)):
-        places = 0 if _WHOLE_NUMBER.search(clause) else None
+        places = 0 if WHOLE_NUMBER.search(clause) else None
         if places is None and (match := _PLACES.search(clause)):
             places = _places(match.group(1))
         if places is not None:

@@ -11,6 +11,8 @@ columns, an error since pandas 2) becomes ``df.groupby('g')[['a', 'b']]``, what 
 variable when the program later uses that name as a column (``.reset_index()`` then ``sort_values('revenue')``:
 an unnamed Series' column is ``0``). :func:`group_label_arithmetic` fixes arithmetic with a label:
 ``t[2023] - t[2022].idxmax()`` (subtracting the name of a group) becomes ``(t[2023] - t[2022]).idxmax()``.
+:func:`round_printed_ints` prints ``round(x)`` where the program prints ``int(x)`` and the question asks for a
+whole number: ``int`` cuts 20523.58 to 20523, the nearest whole number is 20524.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import ast
 import builtins
 
 __all__ = ["KNOWN_IMPORTS", "add_missing_imports", "group_label_arithmetic", "list_grouped_columns", "missing_imports",
-           "name_series"]
+           "name_series", "round_printed_ints"]
 
 _SKLEARN = {
     "linear_model": ("LinearRegression", "LogisticRegression", "Ridge", "Lasso"),
@@ -195,4 +197,37 @@ def group_label_arithmetic(code: str) -> str:
         lines[end_line - 1] = end[:end_col] + ")" + end[end_col:]
         start = lines[start_line - 1]
         lines[start_line - 1] = start[:start_col] + "(" + start[start_col:]
+    return "".join(lines)
+
+
+def round_printed_ints(code: str, asked: str) -> str:
+    """``code`` with ``int(x)`` written ``round(x)`` where it is printed, when ``asked`` wants a whole number.
+
+    Only calls inside ``print(...)`` arguments or f-string fields change (a value shown, not one used to index
+    or count). Unchanged when the question asks for no whole number or the program does not parse.
+    """
+    from deerflow_nb.agent.answer_format import WHOLE_NUMBER
+
+    if "int(" not in code or not WHOLE_NUMBER.search(asked):
+        return code
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code
+    shown: list[ast.AST] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+            shown += node.args
+        elif isinstance(node, ast.FormattedValue):
+            shown.append(node.value)
+    spots = sorted({(n.func.lineno, n.func.col_offset) for root in shown for n in ast.walk(root)
+                    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "int"
+                    and len(n.args) == 1 and not n.keywords}, reverse=True)
+    if not spots:
+        return code
+    lines = code.splitlines(keepends=True)
+    for line, col in spots:
+        text = lines[line - 1]
+        if text[col:col + 3] == "int":  # f-string fields of Python < 3.12 carry no reliable offsets
+            lines[line - 1] = text[:col] + "round" + text[col + 3:]
     return "".join(lines)

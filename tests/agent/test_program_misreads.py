@@ -365,3 +365,24 @@ def test_arithmetic_with_a_group_label_is_done_before_idxmax():
     assert scope["best"] == "Office"
     for unchanged in ("y = 2024 - s.idxmax()\n", "y = s.idxmax()\n", "y = (a - b).idxmax()\n", "def (:\n"):
         assert group_label_arithmetic(unchanged) == unchanged
+
+
+def test_a_printed_int_is_rounded_when_the_question_asks_for_a_whole_number():
+    # seen on the embedded model: "upper fence (as a whole number): 20523" for 20523.58 (int() cuts)
+    from deerflow_nb.agent.program_fixes import round_printed_ints
+
+    asked = "How many IQR outliers are in Total Cost? Also give the upper fence as a whole number."
+    code = ("upper = 20523.58\nn = int(len(rows) / 2)\nprint('upper fence:', int(upper))\n"
+            "print(f'fence: {int(upper)}')\n")
+    fixed = round_printed_ints(code, asked)
+    assert fixed == ("upper = 20523.58\nn = int(len(rows) / 2)\nprint('upper fence:', round(upper))\n"
+                     "print(f'fence: {round(upper)}')\n")  # only what is printed changes
+    scope: dict[str, object] = {"rows": [1, 2, 3]}
+    import contextlib
+    import io
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(fixed, scope)
+    assert out.getvalue() == "upper fence: 20524\nfence: 20524\n"
+    assert round_printed_ints(code, "Give the upper fence.") == code  # no whole number asked
+    assert round_printed_ints("print(int(\n", asked) == "print(int(\n"

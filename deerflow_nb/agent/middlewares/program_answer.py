@@ -43,6 +43,7 @@ from deerflow_nb.agent.program_fixes import (
     group_label_arithmetic,
     list_grouped_columns,
     name_series,
+    round_printed_ints,
 )
 from deerflow_nb.agent.program_misreads import (
     count_rows,
@@ -393,7 +394,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             code = (call.get("args") or {}).get("code")
             if call.get("name") == CODE_TOOL and isinstance(code, str):
                 code = group_label_arithmetic(list_grouped_columns(code))
-                code = fix_ttest_variance(add_missing_imports(name_series(code)), asked)
+                code = round_printed_ints(fix_ttest_variance(add_missing_imports(name_series(code)), asked), asked)
                 code = fix_bins(keep_needed_rows(code, asked, preview.columns), asked)
                 code = keep_missing(code, asked, list(preview.columns) or ["df"])
                 code = fix_precedence(code, list(preview.columns) or ["df"])
