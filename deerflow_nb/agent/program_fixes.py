@@ -12,7 +12,9 @@ variable when the program later uses that name as a column (``.reset_index()`` t
 an unnamed Series' column is ``0``). :func:`group_label_arithmetic` fixes arithmetic with a label:
 ``t[2023] - t[2022].idxmax()`` (subtracting the name of a group) becomes ``(t[2023] - t[2022]).idxmax()``.
 :func:`round_printed_ints` prints ``round(x)`` where the program prints ``int(x)`` and the question asks for a
-whole number: ``int`` cuts 20523.58 to 20523, the nearest whole number is 20524.
+whole number: ``int`` cuts 20523.58 to 20523, the nearest whole number is 20524. :func:`group_products` writes
+``df.groupby('g')['a'] * df['b'].sum()`` (a grouped column times a total: a NumPy error) as the product per row,
+grouped: ``(df['a'] * df['b']).groupby(df['g']).sum()``.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import ast
 import builtins
 
 __all__ = ["KNOWN_IMPORTS", "add_missing_imports", "group_label_arithmetic", "list_grouped_columns", "missing_imports",
-           "name_series", "round_printed_ints"]
+           "group_products", "name_series", "round_printed_ints"]
 
 _SKLEARN = {
     "linear_model": ("LinearRegression", "LogisticRegression", "Ridge", "Lasso"),
@@ -230,4 +232,57 @@ def round_printed_ints(code: str, asked: str) -> str:
         text = lines[line - 1]
         if text[col:col + 3] == "int":  # f-string fields of Python < 3.12 carry no reliable offsets
             lines[line - 1] = text[:col] + "round" + text[col + 3:]
+    return "".join(lines)
+
+
+_GROUP_AGGREGATES = frozenset({"sum", "mean", "median", "max", "min", "count"})
+
+
+def group_products(code: str) -> str:
+    """``code`` with ``f.groupby('g')['a'] * f['b'].sum()`` written ``(f['a'] * f['b']).groupby(f['g']).sum()``.
+
+    Asked for revenue per group (a times b, summed by g), the embedded model multiplies the grouped column by
+    the other column's aggregate, which fails ("setting an array element with a sequence"). The product is
+    what was meant: per row, then grouped, with the aggregate (and whatever follows it, ``.idxmax()``) kept.
+    Only a grouping by one named column of the same table changes; unchanged when it does not parse.
+    """
+    if "groupby" not in code or "*" not in code:
+        return code
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code
+    edits = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult)):
+            continue
+        left, right = node.left, node.right
+        if not (isinstance(left, ast.Subscript) and isinstance(left.slice, ast.Constant)
+                and isinstance(left.value, ast.Call) and isinstance(left.value.func, ast.Attribute)
+                and left.value.func.attr == "groupby" and isinstance(left.value.func.value, ast.Name)
+                and len(left.value.args) == 1 and isinstance(left.value.args[0], ast.Constant)
+                and isinstance(left.value.args[0].value, str)):
+            continue
+        frame = left.value.func.value.id
+        chain = []  # the calls after the other column, innermost first: sum, idxmax
+        start: ast.expr = right
+        while isinstance(start, ast.Call) and isinstance(start.func, ast.Attribute) and not start.args:
+            chain.append(start.func.attr)
+            start = start.func.value
+        chain.reverse()
+        if not (chain and chain[0] in _GROUP_AGGREGATES and isinstance(start, ast.Subscript)
+                and isinstance(start.value, ast.Name) and start.value.id == frame
+                and isinstance(start.slice, ast.Constant) and isinstance(start.slice.value, str)):
+            continue
+        text = (f"({frame}[{left.slice.value!r}] * {frame}[{start.slice.value!r}])"
+                f".groupby({frame}[{left.value.args[0].value!r}])" + "".join(f".{call}()" for call in chain))
+        if node.end_lineno != node.lineno or node.end_col_offset is None:
+            continue
+        edits.append((node.lineno, node.col_offset, node.end_col_offset, text))
+    if not edits:
+        return code
+    lines = code.splitlines(keepends=True)
+    for line, start_col, end_col, text in sorted(edits, reverse=True):
+        old = lines[line - 1]
+        lines[line - 1] = old[:start_col] + text + old[end_col:]
     return "".join(lines)

@@ -386,3 +386,24 @@ def test_a_printed_int_is_rounded_when_the_question_asks_for_a_whole_number():
     assert out.getvalue() == "upper fence: 20524\nfence: 20524\n"
     assert round_printed_ints(code, "Give the upper fence.") == code  # no whole number asked
     assert round_printed_ints("print(int(\n", asked) == "print(int(\n"
+
+
+def test_a_grouped_column_times_another_columns_total_is_the_product_grouped():
+    # seen on the embedded model twice: revenue by region as df.groupby('region')['quantity'] * df['unit_price'].sum()
+    import pandas as pd
+
+    from deerflow_nb.agent.program_fixes import group_products
+
+    code = ("best = df.groupby('region')['quantity'] * df['unit_price'].sum().idxmax()\n"
+            "t = df.groupby('region')['quantity'] * df['unit_price'].mean()\n")
+    fixed = group_products(code)
+    assert fixed == ("best = (df['quantity'] * df['unit_price']).groupby(df['region']).sum().idxmax()\n"
+                     "t = (df['quantity'] * df['unit_price']).groupby(df['region']).mean()\n")
+    df = pd.DataFrame({"region": ["a", "a", "b"], "quantity": [1, 2, 3], "unit_price": [10.0, 1.0, 2.0]})
+    scope = {"df": df}
+    exec(fixed, scope)
+    assert scope["best"] == "a" and scope["t"].to_dict() == {"a": 6.0, "b": 6.0}
+    for unchanged in ("u = df.groupby('region')['quantity'].sum() * 2\n",  # already aggregated
+                      "u = df.groupby('region')['quantity'] * other['p'].sum()\n",  # another table
+                      "u = df.groupby(['r', 's'])['q'] * df['p'].sum()\n", "def (:\n"):
+        assert group_products(unchanged) == unchanged

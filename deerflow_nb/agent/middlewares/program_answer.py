@@ -41,6 +41,7 @@ from deerflow_nb.agent.program_checks import misread, output_problem
 from deerflow_nb.agent.program_fixes import (
     add_missing_imports,
     group_label_arithmetic,
+    group_products,
     list_grouped_columns,
     name_series,
     round_printed_ints,
@@ -393,7 +394,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         for call in message.tool_calls:
             code = (call.get("args") or {}).get("code")
             if call.get("name") == CODE_TOOL and isinstance(code, str):
-                code = group_label_arithmetic(list_grouped_columns(code))
+                code = group_products(group_label_arithmetic(list_grouped_columns(code)))
                 code = round_printed_ints(fix_ttest_variance(add_missing_imports(name_series(code)), asked), asked)
                 code = fix_bins(keep_needed_rows(code, asked, preview.columns), asked)
                 code = keep_missing(code, asked, list(preview.columns) or ["df"])
