@@ -13,7 +13,7 @@ from __future__ import annotations
 import decimal
 import re
 
-__all__ = ["PANDAS_FOOTER", "WHOLE_NUMBER", "format_answer", "format_output", "pad_decimals", "part_places",
+__all__ = ["AS_PERCENT", "PANDAS_FOOTER", "WHOLE_NUMBER", "format_answer", "format_output", "pad_decimals", "part_places",
            "shorten_floats"]
 
 _LONG_FLOAT = re.compile(r"(?<![\w.])-?\d+\.\d{7,}(?:[eE][-+]?\d+)?(?![\w.])")
@@ -182,14 +182,21 @@ _UNIT_LABEL = {"k": re.compile(r"\bthousands?\b|\(k\)|\bin k\b", re.IGNORECASE),
                "%": re.compile(r"\bpercent(?:age)?s?\b|\bin %|\(%\)|\bpct\b", re.IGNORECASE)}
 
 
+#: The question asks for percentages ("as a percentage with 2 decimals", "in percent").
+AS_PERCENT = re.compile(r"\b(?:as|in) (?:a )?percent(?:age)?s?\b|\bpercentages? with \w+ decimals?", re.IGNORECASE)
+#: A label of a share: asked as a percentage, a value above 1 is one ("share of rows missing city: 3.56").
+_SHARE_LABEL = re.compile(r"\b(?:share|rate|proportion|fraction)\b", re.IGNORECASE)
+
+
 def with_units(stdout: str, asked: str) -> str:
     """``stdout`` with the unit the question's example shows ("e.g. 12.3k") after values labelled in that unit.
 
     "total revenue in thousands: 43.7" becomes "total revenue in thousands: 43.7k" when the question asked for
-    "12.3k": the program's own label says the value is in thousands, only the written form changes. A value
-    that already has a unit, or a line that states several numbers, is left as it is.
+    "12.3k": the program's own label says the value is in thousands, only the written form changes. Asked "as
+    a percentage", a share above 1 is written with ``%`` too. A value that already has a unit, or a line that
+    states several numbers, is left as it is.
     """
-    units = {m.group(1) for m in _UNIT_EXAMPLE.finditer(asked)}
+    units = {m.group(1) for m in _UNIT_EXAMPLE.finditer(asked)} | ({"%"} if AS_PERCENT.search(asked) else set())
     if not units:
         return stdout
     lines = stdout.splitlines()
@@ -201,7 +208,9 @@ def with_units(stdout: str, asked: str) -> str:
         if len(numbers) != 1 or re.match(r"\s?(?:k|K|M|%|[a-zA-Z])", value[numbers[0].end():]):
             continue
         for unit in units:
-            if _UNIT_LABEL[unit].search(label or (lines[i - 1] if i else "")):
+            said = label or (lines[i - 1] if i else "")
+            number = float(numbers[0].group(0).replace(",", ""))
+            if _UNIT_LABEL[unit].search(said) or unit == "%" and 1 < number <= 100 and _SHARE_LABEL.search(said):
                 end = numbers[0].end()
                 lines[i] = head + value[:end] + unit + value[end:]
                 break

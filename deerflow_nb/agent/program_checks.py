@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from deerflow_nb.agent.answer_format import AS_PERCENT
 from deerflow_nb.agent.program_misreads import error_hint, misaligned_rows, misread_hint
 from deerflow_nb.agent.program_rows import rows_hint
 from deerflow_nb.tools.data_preview import DataPreview
@@ -115,6 +116,10 @@ def output_problem(run: dict[str, Any], requested: Sequence[str], written: Seque
             and not re.search(r"\b[1-6]\s*(?:decimals?|decimal places?|d\.p\.|dp)\b", asked, re.IGNORECASE):
         return "unanswered_part", ("The output prints the p-value rounded to zero, which hides it. Print it unrounded "
                                    "(or with f'{p:.4g}') and write the whole program again.")
+    if AS_PERCENT.search(asked) and (fraction := _FRACTION_SHARE.search(stdout)):
+        return "unanswered_part", (f"The question asks for a percentage, and the output prints a share as "
+                                   f"{fraction.group('value')}, a fraction. Print it times 100 with a % sign "
+                                   "(f'{share * 100:.2f}%') and write the whole program again.")
     if (coarse := _COARSE_SHARE.search(stdout)) and not _PLACES_ASKED.search(asked):
         return "unanswered_part", (f"The output prints a share as {coarse.group('value')}, a fraction rounded to "
                                    "two decimals, which hides most of it. Print shares as percentages with two "
@@ -247,6 +252,9 @@ _EXTREME = re.compile(r"\b(?:max|min|highest|lowest|top|bottom|most|least|larges
 #: A share printed as a fraction with at most two decimals ("share of rows with 'fault': 0.02" for 1.574 %).
 _COARSE_SHARE = re.compile(r"^[^\n:=]*\b(?:share|percent\w*|proportion|fraction|rate|ratio of rows)\b[^\n:=]*[:=]\s*"
                            r"(?P<value>0?\.\d{1,2})\s*$", re.IGNORECASE | re.MULTILINE)
+#: A share printed as a fraction (no % sign, below 1), which a question asking for a percentage does not want.
+_FRACTION_SHARE = re.compile(r"^[^\n:=]*\b(?:share|proportion|fraction|rate)\b[^\n:=%]*[:=]\s*(?P<value>0?\.\d+)\s*$",
+                             re.IGNORECASE | re.MULTILINE)
 #: The question states how many decimals it wants: a value rounded so is what it asked for.
 _PLACES_ASKED = re.compile(r"\b(?:[0-6]|one|two|three|four)\s*(?:decimals?|decimal places?|d\.p\.|dp)\b"
                            r"|\bnearest (?:hundredth|tenth)\b", re.IGNORECASE)

@@ -627,3 +627,18 @@ def test_a_which_question_answered_with_a_percentage_alone_names_nothing():
                             ("building type with the largest percentage increase: Hospital 7.36 %", False)):
         problem = ProgramAnswerMiddleware().problem({"stdout": stdout, "exit_code": 0}, [], [], asked=asked)
         assert (problem is not None and "names nothing" in problem[1]) is flagged, stdout
+
+
+def test_asked_as_a_percentage_a_share_is_written_with_its_sign_and_a_fraction_goes_back():
+    # seen on the embedded model: "share of rows missing city: 3.56" for "(as a percentage with 2 decimals)"
+    from deerflow_nb.agent.answer_format import format_answer
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    asked = "What share of rows are missing city (as a percentage with 2 decimals), and how many duplicate rows?"
+    assert format_answer("share of rows missing city: 3.56\nduplicate rows: 22", asked) == \
+        "share of rows missing city: 3.56%  \nduplicate rows: 22"
+    assert format_answer("share of rows missing city: 3.56", "What share of rows are missing city?") == \
+        "share of rows missing city: 3.56"  # no percentage asked: the form is the program's
+    fraction = {"stdout": "share of rows missing city: 0.0356\nduplicate rows: 22", "exit_code": 0}
+    problem = ProgramAnswerMiddleware().problem(fraction, [], [], asked=asked)
+    assert problem is not None and "0.0356, a fraction" in problem[1]
+    assert ProgramAnswerMiddleware().problem(fraction, [], [], asked="What share of rows are missing city?") is None
