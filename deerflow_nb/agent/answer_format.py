@@ -13,8 +13,8 @@ from __future__ import annotations
 import decimal
 import re
 
-__all__ = ["AS_PERCENT", "PANDAS_FOOTER", "WHOLE_NUMBER", "format_answer", "format_output", "pad_decimals", "part_places",
-           "shorten_floats"]
+__all__ = ["AS_PERCENT", "PANDAS_FOOTER", "WHOLE_NUMBER", "format_answer", "format_output", "pad_decimals",
+           "part_places", "shorten_floats"]
 
 _LONG_FLOAT = re.compile(r"(?<![\w.])-?\d+\.\d{7,}(?:[eE][-+]?\d+)?(?![\w.])")
 _DECIMAL = re.compile(r"(?<![\w.])(-?\d+)\.(\d+)(?![\w.]|e[-+]?\d)")
