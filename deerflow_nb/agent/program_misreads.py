@@ -71,6 +71,9 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = (
      "The column holds text, not dates: convert it first with pd.to_datetime(df['column']). "),
     (re.compile(r"unsupported operand type\(s\) for [-+*/]: 'str' and|could not convert string to float"),
      "A column used in arithmetic holds text: convert it with pd.to_numeric(df['column'], errors='coerce'). "),
+    (re.compile(r"dtype '(?:str|object)' does not support operation|agg function failed \[how->\w+,dtype->object\]"),
+     "A mean or sum was taken over text columns too: select the number column first, e.g. "
+     "df.groupby('g')['x'].mean() or df['x'].mean(). "),
     (re.compile(r"Boolean index has wrong length|Unalignable boolean Series provided as indexer"),
      "A row selection's condition must be computed on the table it selects from (t[t['x'] > 1]), not on "
      "another table or a grouped result; for values that repeat, counts = df['x'].value_counts(), then "
