@@ -14,7 +14,8 @@ an unnamed Series' column is ``0``). :func:`group_label_arithmetic` fixes arithm
 :func:`round_printed_ints` prints ``round(x)`` where the program prints ``int(x)`` and the question asks for a
 whole number: ``int`` cuts 20523.58 to 20523, the nearest whole number is 20524. :func:`group_products` writes
 ``df.groupby('g')['a'] * df['b'].sum()`` (a grouped column times a total: a NumPy error) as the product per row,
-grouped: ``(df['a'] * df['b']).groupby(df['g']).sum()``.
+grouped: ``(df['a'] * df['b']).groupby(df['g']).sum()``. :func:`change_before_ratio` writes ``new - old / old *
+100`` (``old / old`` is 1: a precedence slip) as ``(new - old) / old * 100``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import ast
 import builtins
 
 __all__ = ["KNOWN_IMPORTS", "add_missing_imports", "group_label_arithmetic", "list_grouped_columns", "missing_imports",
-           "group_products", "name_series", "round_printed_ints"]
+           "change_before_ratio", "group_products", "name_series", "round_printed_ints"]
 
 _SKLEARN = {
     "linear_model": ("LinearRegression", "LogisticRegression", "Ridge", "Lasso"),
@@ -285,4 +286,43 @@ def group_products(code: str) -> str:
     for line, start_col, end_col, text in sorted(edits, reverse=True):
         old = lines[line - 1]
         lines[line - 1] = old[:start_col] + text + old[end_col:]
+    return "".join(lines)
+
+
+def change_before_ratio(code: str) -> str:
+    """``code`` with ``a - b / b`` (and ``a - b / b * 100``) written ``(a - b) / b``: a relative change.
+
+    Dividing a value by itself is 1; a program that writes it means the change divided by the old value. Only
+    a subtraction or addition whose right side starts with ``x / x`` (the same expression twice) changes;
+    unchanged when it does not parse.
+    """
+    if "/" not in code:
+        return code
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code
+    edits = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub | ast.Add)):
+            continue
+        first: ast.expr = node.right
+        while isinstance(first, ast.BinOp) and isinstance(first.op, ast.Mult | ast.Div) \
+                and not (isinstance(first.op, ast.Div) and ast.dump(first.left) == ast.dump(first.right)):
+            first = first.left
+        if not (isinstance(first, ast.BinOp) and isinstance(first.op, ast.Div)
+                and ast.dump(first.left) == ast.dump(first.right)):
+            continue
+        old = first.left
+        if old.end_lineno is None or old.end_col_offset is None:
+            continue
+        edits.append((node.left.lineno, node.left.col_offset, old.end_lineno, old.end_col_offset))
+    if not edits or len({(a, b) for a, b, _, _ in edits}) != len(edits):
+        return code
+    lines = code.splitlines(keepends=True)
+    for start_line, start_col, end_line, end_col in sorted(edits, reverse=True):
+        end = lines[end_line - 1]
+        lines[end_line - 1] = end[:end_col] + ")" + end[end_col:]
+        start = lines[start_line - 1]
+        lines[start_line - 1] = start[:start_col] + "(" + start[start_col:]
     return "".join(lines)

@@ -8,7 +8,9 @@ agreed with a wrong answer. Two of them are about rows:
   "how many readings" answered for ``temperature == 38.62``);
 - :func:`distinct_for_rows`: a count of rows ("how many player-seasons have team X", "how many monthly
   readings have type Y") answered with the number of distinct values of a column the question does not
-  name (``['season'].nunique()``).
+  name (``['season'].nunique()``);
+- :func:`ranked_by_count`: "which status has the lowest average temperature" answered with the status that
+  has the fewest rows (``value_counts().idxmin()``).
 
 Like :mod:`~deerflow_nb.agent.program_misreads`, these are advice: one hint per question, so a false alarm
 costs a program, never the answer.
@@ -22,7 +24,7 @@ from collections.abc import Mapping
 
 from deerflow_nb.agent.answer_checks import find_numbers
 
-__all__ = ["distinct_for_rows", "rows_hint", "unasked_filter"]
+__all__ = ["distinct_for_rows", "ranked_by_count", "rows_hint", "unasked_filter"]
 
 _PATHS = re.compile(r"\S*/\S*")
 #: Words that ask for distinct values: a ``nunique()`` is then what the question wants.
@@ -107,10 +109,55 @@ def distinct_for_rows(tree: ast.AST, asked: str) -> str | None:
     return None
 
 
+#: A ranking by an aggregate of a column ("the lowest average temperature", "highest total revenue").
+_RANK_BY_MEASURE = re.compile(r"\b(?:highest|lowest|largest|smallest|biggest|most|least|top|bottom|best|worst|greatest|"
+                              r"max(?:imum)?|min(?:imum)?)\s+(?:average|mean|avg|total|median|sum of|overall)\b",
+                              re.IGNORECASE)
+#: A ranking by how many rows: then counting is right.
+_RANK_BY_COUNT = re.compile(r"\b(?:most|fewest|least|highest number of|lowest number of|largest number of|"
+                            r"most common|least common|most frequent|least frequent)\b(?!\s+(?:average|mean|total))",
+                            re.IGNORECASE)
+_RANKERS = frozenset({"idxmax", "idxmin", "nlargest", "nsmallest", "sort_values", "max", "min"})
+
+
+def _counts_rows(node: ast.AST, counted: set[str]) -> bool:
+    """Whether ``node`` is (or is built from) a count of rows per value: ``value_counts()``, ``.size()``."""
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) \
+                and inner.func.attr in ("value_counts", "size"):
+            return True
+        if isinstance(inner, ast.Name) and inner.id in counted:
+            return True
+    return False
+
+
+def ranked_by_count(tree: ast.AST, asked: str) -> str | None:
+    """A hint when a ranking by an aggregate of a column picks its winner from row counts instead."""
+    words = _PATHS.sub(" ", asked)
+    if not _RANK_BY_MEASURE.search(words) or _RANK_BY_COUNT.search(_RANK_BY_MEASURE.sub(" ", words)):
+        return None
+    counted: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and _counts_rows(node.value, counted):
+            counted.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _RANKERS \
+                and _counts_rows(node.func.value, counted):
+            measure = _RANK_BY_MEASURE.search(words)
+            return (f"The question ranks by the {measure.group(0).split()[-1] if measure else 'aggregate'} of a "
+                    "column, and the program ranks by how many rows each value has (value_counts or size). "
+                    "Rank by that aggregate, e.g. per_group = df.groupby('g')['x'].mean(); per_group.idxmin(), "
+                    "and write the whole program again.")
+    return None
+
+
 def rows_hint(code: str, asked: str, values: Mapping[str, str] | None = None) -> str | None:
-    """The first of :func:`unasked_filter` and :func:`distinct_for_rows` that ``code`` shows, or ``None``."""
+    """The first row misreading ``code`` shows, or ``None``.
+
+    In order: :func:`unasked_filter`, :func:`distinct_for_rows`, :func:`ranked_by_count`.
+    """
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
         return None
-    return unasked_filter(tree, asked, values or {}) or distinct_for_rows(tree, asked)
+    return unasked_filter(tree, asked, values or {}) or distinct_for_rows(tree, asked) or ranked_by_count(tree, asked)

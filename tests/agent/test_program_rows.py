@@ -54,3 +54,37 @@ def test_the_middleware_gives_the_row_hint_as_a_misreading():
     hint = misread(run, JOIN, preview)
     assert hint is not None and "Use every row" in hint
     assert misread({**run, "exit_code": 1}, JOIN, preview) is None  # a program that failed has its error to go on
+
+
+@pytest.mark.parametrize(("asked", "code", "flagged"), [
+    # seen on the embedded model: the status with the fewest rows given as the one with the lowest mean
+    ("Which status has the lowest average temperature, and how many different statuses appear?",
+     "counts = df['status'].value_counts()\nlow = counts.idxmin()\nprint(low, len(counts))\n", True),
+    ("Which origin airport has the highest total distance?",
+     "print(df['origin'].value_counts().idxmax())\n", True),
+    ("Which origin airport has the highest total distance?",
+     "print(df.groupby('origin')['distance'].sum().idxmax())\n", False),
+    ("Which status is the most common?", "print(df['status'].value_counts().idxmax())\n", False),
+    ("Which status has the most rows, and the highest average temperature?",  # a count is asked too
+     "print(df['status'].value_counts().idxmax())\n", False),
+])
+def test_a_ranking_by_an_aggregate_is_not_taken_from_row_counts(asked, code, flagged):
+    hint = rows_hint(code, asked)
+    assert (hint is not None and "ranks by how many rows" in hint) is flagged, hint
+
+
+def test_a_change_divided_by_the_old_value_is_computed_before_the_division():
+    # seen on the embedded model: percentage growth as (t[2023] - t[2022] / t[2022] * 100).max()
+    import pandas as pd
+
+    from deerflow_nb.agent.program_fixes import change_before_ratio
+
+    code = "growth = (t[2023] - t[2022] / t[2022] * 100).idxmax()\nrate = b - a / a\n"
+    fixed = change_before_ratio(code)
+    assert fixed == "growth = ((t[2023] - t[2022]) / t[2022] * 100).idxmax()\nrate = (b - a) / a\n"
+    scope = {"t": pd.DataFrame({2022: [100.0, 200.0], 2023: [150.0, 210.0]}, index=["Office", "Retail"]),
+             "a": 4.0, "b": 5.0}
+    exec(fixed, scope)
+    assert scope["growth"] == "Office" and scope["rate"] == 0.25
+    for unchanged in ("x = a - b / c\n", "x = (a - b) / b\n", "x = a / a\n", "def (:\n"):
+        assert change_before_ratio(unchanged) == unchanged

@@ -40,6 +40,7 @@ from deerflow_nb.agent.middlewares.answer_check import PROGRAM_ANSWER
 from deerflow_nb.agent.program_checks import misread, output_problem
 from deerflow_nb.agent.program_fixes import (
     add_missing_imports,
+    change_before_ratio,
     group_label_arithmetic,
     group_products,
     list_grouped_columns,
@@ -394,7 +395,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         for call in message.tool_calls:
             code = (call.get("args") or {}).get("code")
             if call.get("name") == CODE_TOOL and isinstance(code, str):
-                code = group_products(group_label_arithmetic(list_grouped_columns(code)))
+                code = change_before_ratio(group_products(group_label_arithmetic(list_grouped_columns(code))))
                 code = round_printed_ints(fix_ttest_variance(add_missing_imports(name_series(code)), asked), asked)
                 code = fix_bins(keep_needed_rows(code, asked, preview.columns), asked)
                 code = keep_missing(code, asked, list(preview.columns) or ["df"])
