@@ -26,6 +26,34 @@ import builtins
 __all__ = ["KNOWN_IMPORTS", "add_missing_imports", "group_label_arithmetic", "list_grouped_columns", "missing_imports",
            "change_before_ratio", "group_products", "name_series", "round_printed_ints"]
 
+def _parse(code: str) -> ast.Module | None:
+    """The program's syntax tree, or ``None`` when it does not parse (then it is left as it is)."""
+    try:
+        return ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _edit(code: str, edits: list[tuple[int, int, int, str]]) -> str:
+    """``code`` with each ``(line, start, end, text)`` edit made: ``text`` replaces the line's bytes ``start:end``.
+
+    Positions are ast's (1-based lines, UTF-8 byte columns: a "×" before them counts twice); the edits are made
+    from the last one back, so the earlier positions still hold.
+    """
+    lines = code.splitlines(keepends=True)
+    for line, start, end, text in sorted(edits, reverse=True):
+        raw = lines[line - 1].encode()
+        lines[line - 1] = (raw[:start] + text.encode() + raw[end:]).decode()
+    return "".join(lines)
+
+
+def _wrapped(spans: list[tuple[int, int, int, int]], before: str = "(",
+             after: str = ")") -> list[tuple[int, int, int, str]]:
+    """The :func:`_edit` edits putting ``before`` and ``after`` around each ``(line, col, end_line, end_col)``."""
+    return [edit for start_line, start_col, end_line, end_col in spans
+            for edit in ((start_line, start_col, start_col, before), (end_line, end_col, end_col, after))]
+
+
 _SKLEARN = {
     "linear_model": ("LinearRegression", "LogisticRegression", "Ridge", "Lasso"),
     "tree": ("DecisionTreeClassifier", "DecisionTreeRegressor"),
@@ -104,9 +132,7 @@ def list_grouped_columns(code: str) -> str:
 
     Unchanged when it does not parse or has no such subscript.
     """
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    if (tree := _parse(code)) is None:
         return code
     spans = []
     for node in ast.walk(tree):
@@ -122,13 +148,7 @@ def list_grouped_columns(code: str) -> str:
                       last.end_col_offset or last.col_offset))
     if not spans:
         return code
-    lines = code.splitlines(keepends=True)
-    for start_line, start_col, end_line, end_col in sorted(spans, reverse=True):  # from the end: offsets hold
-        end = lines[end_line - 1]
-        lines[end_line - 1] = end[:end_col] + "]" + end[end_col:]
-        start = lines[start_line - 1]
-        lines[start_line - 1] = start[:start_col] + "[" + start[start_col:]
-    return "".join(lines)
+    return _edit(code, _wrapped(spans, "[", "]"))
 
 
 def _is_column(node: ast.AST) -> bool:
@@ -142,9 +162,7 @@ def name_series(code: str) -> str:
     Only a top-level assignment of arithmetic between columns, whose variable name the program also writes
     as a string (a column it sorts or selects by), is changed. Unchanged when it does not parse.
     """
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    if (tree := _parse(code)) is None:
         return code
     strings = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
     edits = []
@@ -157,13 +175,8 @@ def name_series(code: str) -> str:
             edits.append((value.lineno, value.col_offset, value.end_lineno, value.end_col_offset, name))
     if not edits:
         return code
-    lines = code.splitlines(keepends=True)
-    for start_line, start_col, end_line, end_col, name in sorted(edits, reverse=True):
-        end = lines[end_line - 1]
-        lines[end_line - 1] = end[:end_col] + f").rename({name!r})" + end[end_col:]
-        start = lines[start_line - 1]
-        lines[start_line - 1] = start[:start_col] + "(" + start[start_col:]
-    return "".join(lines)
+    return _edit(code, [edit for start_line, start_col, end_line, end_col, name in edits
+                        for edit in _wrapped([(start_line, start_col, end_line, end_col)], "(", f").rename({name!r})")])
 
 
 def group_label_arithmetic(code: str) -> str:
@@ -175,9 +188,7 @@ def group_label_arithmetic(code: str) -> str:
     """
     if "idxm" not in code:
         return code
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    if (tree := _parse(code)) is None:
         return code
     edits = []
     for node in ast.walk(tree):
@@ -194,13 +205,7 @@ def group_label_arithmetic(code: str) -> str:
         edits.append((node.left.lineno, node.left.col_offset, inner.end_lineno, inner.end_col_offset))
     if not edits or len(edits) > 1 and any(a[0] == b[0] for a in edits for b in edits if a is not b):
         return code  # nested or several on a line: left to the repair turn
-    lines = code.splitlines(keepends=True)
-    for start_line, start_col, end_line, end_col in sorted(edits, reverse=True):
-        end = lines[end_line - 1]
-        lines[end_line - 1] = end[:end_col] + ")" + end[end_col:]
-        start = lines[start_line - 1]
-        lines[start_line - 1] = start[:start_col] + "(" + start[start_col:]
-    return "".join(lines)
+    return _edit(code, _wrapped(edits))
 
 
 def round_printed_ints(code: str, asked: str) -> str:
@@ -213,9 +218,7 @@ def round_printed_ints(code: str, asked: str) -> str:
 
     if "int(" not in code or not WHOLE_NUMBER.search(asked):
         return code
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    if (tree := _parse(code)) is None:
         return code
     shown: list[ast.AST] = []
     for node in ast.walk(tree):
@@ -229,11 +232,8 @@ def round_printed_ints(code: str, asked: str) -> str:
     if not spots:
         return code
     lines = code.splitlines(keepends=True)
-    for line, col in spots:
-        text = lines[line - 1]
-        if text[col:col + 3] == "int":  # f-string fields of Python < 3.12 carry no reliable offsets
-            lines[line - 1] = text[:col] + "round" + text[col + 3:]
-    return "".join(lines)
+    return _edit(code, [(line, col, col + 3, "round") for line, col in spots  # f-string fields before Python
+                        if lines[line - 1].encode()[col:col + 3] == b"int"])  # 3.12 have no reliable offsets
 
 
 _GROUP_AGGREGATES = frozenset({"sum", "mean", "median", "max", "min", "count"})
@@ -249,9 +249,7 @@ def group_products(code: str) -> str:
     """
     if "groupby" not in code or "*" not in code:
         return code
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    if (tree := _parse(code)) is None:
         return code
     edits = []
     for node in ast.walk(tree):
@@ -282,11 +280,7 @@ def group_products(code: str) -> str:
         edits.append((node.lineno, node.col_offset, node.end_col_offset, text))
     if not edits:
         return code
-    lines = code.splitlines(keepends=True)
-    for line, start_col, end_col, text in sorted(edits, reverse=True):
-        old = lines[line - 1]
-        lines[line - 1] = old[:start_col] + text + old[end_col:]
-    return "".join(lines)
+    return _edit(code, edits)
 
 
 def change_before_ratio(code: str) -> str:
@@ -298,9 +292,7 @@ def change_before_ratio(code: str) -> str:
     """
     if "/" not in code:
         return code
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    if (tree := _parse(code)) is None:
         return code
     edits = []
     for node in ast.walk(tree):
@@ -319,10 +311,4 @@ def change_before_ratio(code: str) -> str:
         edits.append((node.left.lineno, node.left.col_offset, old.end_lineno, old.end_col_offset))
     if not edits or len({(a, b) for a, b, _, _ in edits}) != len(edits):
         return code
-    lines = code.splitlines(keepends=True)
-    for start_line, start_col, end_line, end_col in sorted(edits, reverse=True):
-        end = lines[end_line - 1]
-        lines[end_line - 1] = end[:end_col] + ")" + end[end_col:]
-        start = lines[start_line - 1]
-        lines[start_line - 1] = start[:start_col] + "(" + start[start_col:]
-    return "".join(lines)
+    return _edit(code, _wrapped(edits))

@@ -408,3 +408,24 @@ def test_a_grouped_column_times_another_columns_total_is_the_product_grouped():
                       "u = df.groupby('region')['quantity'] * other['p'].sum()\n",  # another table
                       "u = df.groupby(['r', 's'])['q'] * df['p'].sum()\n", "def (:\n"):
         assert group_products(unchanged) == unchanged
+
+
+def test_fixes_hold_on_lines_with_characters_wider_than_a_byte():
+    # ast counts columns in UTF-8 bytes: a "×" or "é" before the fix must not shift it
+    from deerflow_nb.agent.program_fixes import (
+        change_before_ratio,
+        group_label_arithmetic,
+        group_products,
+        list_grouped_columns,
+        round_printed_ints,
+    )
+
+    assert group_products("print('revenue (q × p), été:', df.groupby('r')['q'] * df['p'].sum().idxmax())\n") == \
+        "print('revenue (q × p), été:', (df['q'] * df['p']).groupby(df['r']).sum().idxmax())\n"
+    assert group_label_arithmetic("print('größte:', t[2023] - t[2022].idxmax())\n") == \
+        "print('größte:', (t[2023] - t[2022]).idxmax())\n"
+    assert change_before_ratio("print('Δ %:', b - a / a * 100)\n") == "print('Δ %:', (b - a) / a * 100)\n"
+    assert list_grouped_columns("print('×', df.groupby('g')['a', 'b'].sum())\n") == \
+        "print('×', df.groupby('g')[['a', 'b']].sum())\n"
+    assert round_printed_ints("print('fence (≈):', int(x))\n", "as a whole number") == \
+        "print('fence (≈):', round(x))\n"
