@@ -22,7 +22,7 @@ from typing import Any
 from deerflow_nb.agent.answer_checks import Number, find_numbers
 from deerflow_nb.agent.answer_format import PANDAS_FOOTER as _FOOTER
 
-__all__ = ["AnswerValues", "agree", "answer_parts", "answer_values", "covers", "same_tables",
+__all__ = ["AnswerValues", "agree", "answer_parts", "answer_values", "covers", "same_tables", "states_values",
            "table_rows"]
 
 _INDEX = re.compile(r"^\s*\d+\s{2,}")  # a DataFrame's row number at the start of a table row
@@ -162,6 +162,21 @@ def _lines_match(first: list[AnswerValues], second: list[AnswerValues]) -> bool:
         return False
 
     return all(place(i, set()) for i in range(len(few)))
+
+
+def states_values(stdout: object) -> bool:
+    """Whether an output states a value: a number, or a name after a label ("top region: North").
+
+    "saved region_summary.csv" and "Saved: /mnt/user-data/outputs/a.csv" state none: only what was written.
+    """
+    for line in str(stdout or "").splitlines():
+        line = re.sub(r"\S*[/.]\S*[A-Za-z]\S*", " ", line)  # paths and file names aside
+        if find_numbers(line):
+            return True
+        mark = min((line.find(m) for m in ":=" if m in line), default=-1)
+        if mark >= 0 and any(word.lower() not in _LABEL_WORDS for word in _WORD.findall(line[mark + 1:])):
+            return True
+    return False
 
 
 def agree(first: str, second: str, question: str = "") -> bool:

@@ -642,3 +642,12 @@ def test_asked_as_a_percentage_a_share_is_written_with_its_sign_and_a_fraction_g
     problem = ProgramAnswerMiddleware().problem(fraction, [], [], asked=asked)
     assert problem is not None and "0.0356, a fraction" in problem[1]
     assert ProgramAnswerMiddleware().problem(fraction, [], [], asked="What share of rows are missing city?") is None
+
+
+def test_an_output_that_names_only_its_files_states_no_value():
+    # an answer that only saved files cannot be contradicted by a check that printed a table (notebook 03)
+    from deerflow_nb.agent.answer_agreement import states_values
+    for stdout in ("", "done", "saved region_summary.csv", "Saved: /mnt/user-data/outputs/a.csv and /mnt/user-data/workspace/n.md"):
+        assert not states_values(stdout), stdout
+    for stdout in ("rows: 3", "50000", "top region: West", "top 5:\nLST-1  5.5"):
+        assert states_values(stdout), stdout

@@ -32,7 +32,7 @@ from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResp
 from langchain.agents.middleware.types import ModelCallResult
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from deerflow_nb.agent.answer_agreement import agree, covers, same_tables
+from deerflow_nb.agent.answer_agreement import agree, covers, same_tables, states_values
 from deerflow_nb.agent.answer_format import format_answer
 from deerflow_nb.agent.answer_report import report_note, report_paths, report_program, report_text
 from deerflow_nb.agent.middlewares._base import context_of, last_ai
@@ -208,10 +208,12 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         if not usable:
             # a check that ran but printed less than asked (or more) still states values: they must not
             # contradict the answer; checks that crashed contradict nothing
-            ran = [run for run in checks if run.get("exit_code") in (0, None) and str(run.get("stdout") or "").strip()
+            # (both must state values: an answer that only saved files, or a check that only names them, says
+            # nothing to contradict, and a check's table with a problem is not comparable)
+            ran = [run for run in checks if run.get("exit_code") in (0, None) and states_values(run.get("stdout"))
                    and misread(run, asked, preview) is None]
-            if not ran or any(agree(stdout[0], str(run.get("stdout")), asked)
-                              and same_tables(answer, run, asked, TABLE_HEAD) for run in ran):
+            if not ran or not states_values(stdout[0]) or any(agree(stdout[0], str(run.get("stdout")), asked)
+                                                               for run in ran):
                 return "answer", self._answer(answer, asked, reports)
             stdout += [str(run.get("stdout")) for run in ran]
         cause = ("could not confirm an answer: independent programs computed different results ("
