@@ -38,6 +38,20 @@ def _decide(messages: list[Any]) -> Any:
     last = messages[-1]
     tries = sum(1 for m in messages if isinstance(m, ToolMessage))
     load = f"import pandas as pd\ndf = pd.read_csv('{UP}/sales.csv')\n"
+    if "parts test" in question:  # a part a request: its own program, never another part's output in view
+        labels = {"how many regions": "regions:", "the total units": "total units:",
+                  "the most units": "region with the most units:"}
+        mine = next((label for words, label in labels.items() if words in question), "")
+        seen = [m.text for m in messages if isinstance(m, ToolMessage)]
+        if any(label in text for label in labels.values() if label != mine for text in seen):
+            return _program("print('another part was in view: 1')\n")
+        if mine == "total units:" and "breaks" in question:
+            return _program("print(undefined_name)\n")
+        if mine == "regions:":
+            return _program(load + "print('regions:', df.region.nunique())\n")
+        if mine == "total units:":
+            return _program(load + "print('total units:', df.units.sum())\n")
+        return _program(load + "print('region with the most units:', df.groupby('region').units.sum().idxmax())\n")
     if "a coin" in question:  # every run prints a number a thousand times the last: the checks never agree
         return _program("from pathlib import Path\np = Path('/mnt/user-data/workspace/coin.txt')\n"
                         "n = int(p.read_text()) + 1 if p.exists() else 1\np.write_text(str(n))\n"

@@ -47,6 +47,16 @@ PROGRAMS = {
                      f"print('rows kept:', len(df.drop_duplicates()), '; saved to {OUT}/contacts_dedup.csv')\n"),
 }
 
+#: A question that asks several things is answered part by part (``agent/question_parts.py``): a program each.
+PART_PROGRAMS = {
+    "report-1": [f"import pandas as pd\ndf = pd.read_csv('{UP}/sales.csv')\nprint('number of orders:', len(df))\n",
+                 f"import pandas as pd\ndf = pd.read_csv('{UP}/sales.csv')\n"
+                 "print(f\"total revenue: {(df['quantity'] * df['unit_price']).sum():.2f}\")\n",
+                 f"import pandas as pd\ndf = pd.read_csv('{UP}/sales.csv')\n"
+                 "rev = (df['quantity'] * df['unit_price']).groupby(df['region']).sum()\n"
+                 "print('region with the highest total revenue:', rev.idxmax())\n"],
+}
+
 
 @pytest.fixture(scope="module")
 def tasks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
@@ -99,8 +109,9 @@ def _run(tmp_path: Path, task: Any, responses: list[Any], profile: str) -> tuple
 @pytest.mark.parametrize("task_id", sorted(PROGRAMS))
 def test_small_profile_answers_with_the_program_output(tasks, tmp_path, task_id):
     task = tasks[task_id]
-    # the program, and the same program again as the independent check
-    answer, outputs, state = _run(tmp_path, task, [_program(PROGRAMS[task_id])] * 2, "small")
+    # the program, and the same program again as the independent check (for each part of the question)
+    programs = PART_PROGRAMS.get(task_id, [PROGRAMS[task_id]])
+    answer, outputs, state = _run(tmp_path, task, [_program(code) for code in programs for _ in range(2)], "small")
     ok, why = task.check(answer, outputs)
     assert ok, f"{answer!r}: {why}"
     assert set(task.outputs_expected) <= set(state["artifacts"])

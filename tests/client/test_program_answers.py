@@ -87,6 +87,38 @@ def test_a_report_is_written_from_the_confirmed_answer_and_presented_with_virtua
     assert [t.status for t in tools] == ["success"] * 3
 
 
+def test_a_question_of_several_parts_is_answered_part_by_part(agent, sales):
+    thread = _thread(agent, sales)
+    answer = thread.chat(f"For the parts test in {UP}/sales.csv, tell me how many regions appear, the total units, "
+                         "and which region has the most units.")
+    # each part had its own program and check, with no other part's output in view (the model would say so)
+    assert answer == "regions: 2\ntotal units: 9\nregion with the most units: West"
+    assert len([m for m in thread.messages if isinstance(m, ToolMessage)]) == 6
+    assert isinstance(thread.messages[-1], AIMessage) and thread.messages[-1].text == answer
+
+
+def test_a_part_that_cannot_be_computed_fails_the_run_and_says_which(agent, sales):
+    thread = _thread(agent, sales)
+    with pytest.raises(AnswerError) as caught:
+        thread.chat(f"For the parts test that breaks in {UP}/sales.csv, tell me how many regions appear and the "
+                    "total units.")
+    error = caught.value
+    assert error.stop_reason == "unanswered_part"
+    assert error.cause.startswith("part 2 of 2 (the total units): could not compute an answer: 3 programs were tried")
+    assert error.cause.endswith("answered before it: regions: 2")
+    assert not [m for m in thread.messages if isinstance(m, AIMessage) and not m.tool_calls]  # nothing stored
+
+
+def test_a_report_on_several_parts_holds_each_part(agent, sales):
+    thread = _thread(agent, sales)
+    answer = thread.chat(f"For the parts test in {UP}/sales.csv, tell me how many regions appear and the total "
+                         f"units; write the answers to a short report at {OUT}/parts.md.")
+    assert answer == f"regions: 2\ntotal units: 9\n\nSaved: `{OUT}/parts.md`"
+    report = thread.artifact(f"{OUT}/parts.md")[0].decode()
+    assert "- regions: 2\n- total units: 9\n" in report and f"Data: `{UP}/sales.csv`" in report
+    assert thread.state["artifacts"] == [f"{OUT}/parts.md"]
+
+
 def test_a_report_that_cannot_be_written_ends_the_run_as_an_error(agent, sales):
     thread = _thread(agent, sales)
     run = thread.start(f"Write a report on {UP}/sales.csv to {OUT}/sales_report.md, a folder in the way")

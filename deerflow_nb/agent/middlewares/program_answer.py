@@ -63,6 +63,7 @@ from deerflow_nb.agent.program_questions import (
     with_data,
     years_note,
 )
+from deerflow_nb.agent.question_parts import QuestionPart, question_parts
 from deerflow_nb.context import SAMPLING_SEED_KEY
 from deerflow_nb.errors import AnswerError
 from deerflow_nb.tools.data_join import with_join
@@ -118,10 +119,11 @@ def _hint(text: str) -> HumanMessage:
 class ProgramAnswerMiddleware(AgentMiddleware):
     """Drives the small profile's program-per-question loop (see the module docstring)."""
 
-    def __init__(self, *, max_programs: int = 3, check_programs: int = 2) -> None:
+    def __init__(self, *, max_programs: int = 3, check_programs: int = 2, split_parts: bool = True) -> None:
         super().__init__()
         self.max_programs = max_programs
         self.check_programs = check_programs
+        self.split_parts = split_parts
 
     # -- what to do next ---------------------------------------------------------------------------
 
@@ -131,27 +133,68 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         """``(stop_reason, hint)`` when a program's run does not answer the question (:func:`output_problem`)."""
         return output_problem(run, requested, written, preview, asked, reports)
 
-    def _step(self, request: ModelRequest) -> tuple[str, Any]:
-        """The next step of the question's loop.
+    def _step(self, request: ModelRequest) -> tuple[str, Any, int | None]:
+        """The next step of the question's loop, and the part of the question it is for.
 
         ``("answer", AIMessage)``, ``("fail", AnswerError)``, ``("model", hint)`` (write or repair a program)
-        or ``("check", None)`` (write an independent program to check the answer).
+        or ``("check", None)`` (write an independent program to check the answer); the third item is the
+        index of the part (:func:`~deerflow_nb.agent.question_parts.question_parts`) the step is for, or
+        ``None`` for a question asked as one. The parts are answered in turn, each like a question of its own;
+        their answers, put together, are the answer (and the reports' content).
         """
         human, after = user_turn(request.messages)
+        run_id = context_of(request).run_id
+        last = next((m for m in reversed(after) if not is_internal(m)), None)  # hints (loop warnings) aside
+        reporting = _flagged_calls(after, _REPORT_FLAG)
+        if isinstance(last, ToolMessage) and last.tool_call_id in reporting:  # the reports are written
+            kind, value = _reported(last, reporting[last.tool_call_id], run_id)
+            return kind, value, None
+        asked = _asked(request)
+        parts = self._parts(request, asked)
+        if not parts:
+            kind, value = self._question_step(request, after, asked)
+            return kind, value, None
+        texts: list[str] = []
+        written: list[str] = []
+        for index, part in enumerate(parts):
+            mine = _part_messages(after, index)
+            kind, value = self._question_step(request, mine, part.question, compose=True)
+            if kind != "answer" or value.tool_calls:  # under way (an adopted check's program runs again, too)
+                if kind == "fail":
+                    value = _part_failure(value, index, parts, texts, run_id)
+                elif kind == "answer":
+                    value = _in_part(value, index)
+                return kind, value, index
+            text, files = value.additional_kwargs[_PART_ANSWER]
+            texts.append(text if re.search(r"[A-Za-z]", text) else f"{part.text}: {text}")
+            written += [path for path in files if path not in written]
+        reports = report_paths(requested_outputs(asked))
+        return "answer", self._deliver("\n".join(texts), written, asked, reports), None
+
+    def _parts(self, request: ModelRequest, asked: str) -> list[QuestionPart]:
+        """The parts of the turn's question, when it asks several things at once (else ``[]``)."""
+        human, _ = user_turn(request.messages)
+        if human is None or is_answer(human) or not self.split_parts:
+            return []
+        return question_parts(asked)
+
+    def _question_step(self, request: ModelRequest, after: list[BaseMessage], asked: str,
+                       compose: bool = False) -> tuple[str, Any]:
+        """The next step for one question (or one part, ``asked``) from the programs in ``after``.
+
+        With ``compose``, an answer is an :class:`AIMessage` holding the part's text and files (no reports).
+        """
+        run_id = context_of(request).run_id
         last = next((m for m in reversed(after) if not is_internal(m)), None)  # hints (loop warnings) aside
         if not isinstance(last, ToolMessage) or last.name != CODE_TOOL:
             return "model", None
-        run_id = context_of(request).run_id
-        reporting = _flagged_calls(after, _REPORT_FLAG)
-        if last.tool_call_id in reporting:  # the reports are written: the answer they were written from
-            return _reported(last, reporting[last.tool_call_id], run_id)
-        asked = _asked(request)
         outputs = requested_outputs(asked)
         reports = report_paths(outputs)
         adopting = _flagged_calls(after, _ADOPT_FLAG)
         if last.tool_call_id in adopting:  # a check's program, run again to keep its files: the answer
-            return self._adopted(last, asked, reports, run_id)
+            return self._adopted(last, asked, reports, run_id, compose)
         checks_ids = set(_flagged_calls(after, _CHECK_FLAG))
+        reporting = _flagged_calls(after, _REPORT_FLAG)
         codes = _call_codes(after)
         entries = [({**(m.additional_kwargs.get(PROGRAM_KEY) or {}), "code": codes.get(m.tool_call_id, "")},
                     m.tool_call_id in checks_ids) for m in after if isinstance(m, ToolMessage)
@@ -171,7 +214,8 @@ class ProgramAnswerMiddleware(AgentMiddleware):
                 if hint:
                     return "model", hint
             if problem is None:
-                return ("check", None) if self.check_programs else ("answer", self._answer(main[-1], asked, reports))
+                return ("check", None) if self.check_programs else \
+                    ("answer", self._answer(main[-1], asked, reports, compose))
             reason, hint = problem
             if len(main) < self.max_programs:
                 return "model", hint
@@ -197,12 +241,12 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             if same(i, j):  # the same values: the one written in the asked template, if only the check is
                 chosen = runs[j] if _fits_template(stdout[j], asked) and not _fits_template(stdout[i], asked) \
                     else answer
-                return "answer", self._answer(chosen, asked, reports)
+                return "answer", self._answer(chosen, asked, reports, compose)
         if len(usable) >= 2:  # two checks outvote the first answer
             for i, j in ((1, 2), (2, 1)):
                 if same(i, j):  # a check's files were put back: its program runs again to write them
                     return "answer", (_adopt(runs[i]) if runs[i].get("written") else
-                                      self._answer(runs[i], asked, reports))
+                                      self._answer(runs[i], asked, reports, compose))
         if len(checks) < self.check_programs:
             return "check", None
         if not usable:
@@ -214,7 +258,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
                    and misread(run, asked, preview) is None]
             if not ran or not states_values(stdout[0]) or any(agree(stdout[0], str(run.get("stdout")), asked)
                                                                for run in ran):
-                return "answer", self._answer(answer, asked, reports)
+                return "answer", self._answer(answer, asked, reports, compose)
             stdout += [str(run.get("stdout")) for run in ran]
         cause = ("could not confirm an answer: independent programs computed different results ("
                  + " | ".join(_one_line(text) for text in stdout) + ")")
@@ -225,16 +269,26 @@ class ProgramAnswerMiddleware(AgentMiddleware):
                 + " lines" for path in tables) + ")"
         return "fail", AnswerError(cause, run_id=run_id, stop_reason="ungrounded_answer", cause=cause)
 
-    @staticmethod
-    def _answer(run: dict[str, Any], asked: str, reports: Sequence[str] = ()) -> AIMessage:
+    def _answer(self, run: dict[str, Any], asked: str, reports: Sequence[str] = (),
+                compose: bool = False) -> AIMessage:
         """The final message: what ``run`` printed, formatted (as precise as ``asked`` wants it).
+
+        With ``compose`` (one part of a question), a message holding the part's text and files instead.
+        """
+        text = format_answer(str(run.get("stdout") or ""), asked)
+        if compose:
+            return AIMessage(content="", additional_kwargs={_PART_ANSWER: (text, list(run.get("written") or []))})
+        return self._deliver(text, list(run.get("written") or []), asked, reports)
+
+    @staticmethod
+    def _deliver(text: str, written: Sequence[str], asked: str, reports: Sequence[str] = ()) -> AIMessage:
+        """The final message for the answer ``text`` and the files written for it.
 
         With ``reports`` asked for, a call writing them from that answer (:mod:`~deerflow_nb.agent.answer_report`)
         comes first; the answer follows once they are written.
         """
-        text = format_answer(str(run.get("stdout") or ""), asked)
-        written = [p for p in [*run.get("written", []), *reports] if p not in text]
-        answer = (text + "\n\n" if text else "") + "Saved: " + ", ".join(f"`{p}`" for p in written) if written else text
+        saved = [p for p in [*written, *reports] if p not in text]
+        answer = (text + "\n\n" if text else "") + "Saved: " + ", ".join(f"`{p}`" for p in saved) if saved else text
         if reports:
             sources = data_files(asked, [])
             code = report_program({path: report_text(path, text, sources) for path in reports})
@@ -244,21 +298,22 @@ class ProgramAnswerMiddleware(AgentMiddleware):
                              additional_kwargs={_REPORT_FLAG: answer})
         return _final(answer)
 
-    def _adopted(self, result: ToolMessage, asked: str, reports: Sequence[str], run_id: str | None) -> tuple[str, Any]:
+    def _adopted(self, result: ToolMessage, asked: str, reports: Sequence[str], run_id: str | None,
+                 compose: bool = False) -> tuple[str, Any]:
         """The step after a check's program ran again for its files: its answer, or an honest failure."""
         run = result.additional_kwargs.get(PROGRAM_KEY) or {}
         if run.get("exit_code") in (0, None) and result.status != "error":
-            return "answer", self._answer(run, asked, reports)
+            return "answer", self._answer(run, asked, reports, compose)
         detail = (str(run.get("stderr") or result.text).strip().splitlines() or [""])[-1][:200]
         cause = f"could not write the confirmed answer's files: {detail}"
         return "fail", AnswerError(cause, run_id=run_id, stop_reason="undelivered_outputs", cause=cause)
 
     # -- the request ---------------------------------------------------------------------------------
 
-    def _may_ask(self, request: ModelRequest, step: tuple[str, Any]) -> str | None:
+    def _may_ask(self, request: ModelRequest, step: tuple[str, Any, int | None]) -> str | None:
         """The question, when the loop may ask about it before the first program (no I/O)."""
         human, after = user_turn(request.messages)
-        if step != ("model", None) or human is None or is_answer(human) or _programs(after) or not any(
+        if step[:2] != ("model", None) or human is None or is_answer(human) or _programs(after) or not any(
                 getattr(t, "name", None) == CLARIFICATION_TOOL for t in request.tools):
             return None  # under way, an answer already, or a run that may not ask (non-interactive)
         asked = turn_question(request, human)
@@ -310,24 +365,32 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         return list_upload_entries(str(ctx.paths.user_data_dir(ctx.user_id, ctx.thread_id) / "uploads"))
 
     def _request(self, request: ModelRequest, preview: DataPreview, hint: str | None,
-                 check: bool = False, fresh: bool = False) -> ModelRequest:
+                 check: bool = False, fresh: bool = False, part: QuestionPart | None = None,
+                 index: int | None = None) -> ModelRequest:
         """The model request for the next program: the first, a check, a repair with ``hint``, or ``fresh``.
 
         A ``fresh`` program (see :meth:`_repeats`) is asked like a check: the question as asked, none of this
-        turn's programs in view, sampled with another seed.
+        turn's programs in view, sampled with another seed. For ``part`` (number ``index``) of a question, the
+        part is the question, and only that part's programs are in view.
         """
         human, after = user_turn(request.messages)
         request = request.override(tools=[t for t in request.tools if getattr(t, "name", None) != CLARIFICATION_TOOL])
-        asked = _asked(request)
-        messages = list(request.messages)
+        asked = part.question if part is not None else _asked(request)
+        messages: list[BaseMessage] = list(request.messages)
+        if index is not None:  # the other parts' programs are not this part's business
+            mine = _part_messages(after, index)
+            messages = [*messages[:len(messages) - len(after)], *mine]
+            after = mine
+        turn = after
         earlier = len(_programs(after))
         if check or fresh:  # an independent program: the question as asked, none of this turn's programs
             messages = messages[:len(messages) - len(after)]
             after = []
         reports = report_paths(requested_outputs(asked))
-        if human is not None and (preview or reports):
+        if human is not None and (preview or reports or part is not None):
             note = " ".join(filter(None, (years_note(asked, preview), report_note(reports) if reports else "")))
-            messages = [with_data(m, preview, asked, note) if m is human else m for m in messages]
+            shown = human.model_copy(update={"content": asked}) if part is not None else human
+            messages = [with_data(shown, preview, asked, note) if m is human else m for m in messages]
         if hint:
             messages.append(_hint(hint))
         repairing = bool(request.messages) and is_internal(request.messages[-1])  # an answer check's repair turn
@@ -343,7 +406,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
                 settings["temperature"] = CHECK_TEMPERATURE
                 settings["seed"] = 200 + earlier
             elif check:  # sampled, so that it is written independently of the greedy first program
-                done = len(_flagged_calls(user_turn(request.messages)[1], _CHECK_FLAG))
+                done = len(_flagged_calls(turn, _CHECK_FLAG))
                 settings["temperature"] = CHECK_TEMPERATURE
                 settings["seed"] = 100 + done  # reproducible runs
             elif tries:  # greedy decoding writes the failed program again, word for word: sample the repair
@@ -356,7 +419,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
                                 tool_choice={"type": "function", "function": {"name": CODE_TOOL}})
 
     @staticmethod
-    def _repeats(request: ModelRequest, response: ModelResponse) -> bool:
+    def _repeats(request: ModelRequest, response: ModelResponse, index: int | None = None) -> bool:
         """Whether the program of ``response`` is one of this turn's programs word for word.
 
         Measured on the embedded model, a third of the repairs wrote the failed program again (sampled, with
@@ -371,6 +434,8 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         if not new:
             return False
         _, after = user_turn(request.messages)
+        if index is not None:
+            after = _part_messages(after, index)
         codes = _call_codes(after)
         earlier = {code.strip() for call_id, code in codes.items() if call_id not in _flagged_calls(after, _CHECK_FLAG)}
         return new[0] in earlier
@@ -384,7 +449,8 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         small_talk = bool(_SMALL_TALK.match(text)) and len(text.split()) <= 6 and not re.search(r"\d", text)
         return not small_talk
 
-    def _finish(self, response: ModelResponse, asked: str, preview: DataPreview, check: bool = False) -> ModelResponse:
+    def _finish(self, response: ModelResponse, asked: str, preview: DataPreview, check: bool = False,
+                index: int | None = None) -> ModelResponse:
         """Fix a program before it runs; mark checks.
 
         Fixed: forgotten imports, the t-test ``asked`` names, rows dropped that ``asked`` needs (see
@@ -407,6 +473,8 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             calls.append(call)
         kwargs = {**message.additional_kwargs, _CHECK_FLAG: True, SCRATCH_FLAG: True} if check \
             else message.additional_kwargs  # a check's files are compared, then the answer's put back
+        if index is not None:
+            kwargs = {**kwargs, _PART_FLAG: index}
         fixed = message.model_copy(update={"tool_calls": calls, "additional_kwargs": kwargs})
         return ModelResponse(result=[fixed if m is message else m for m in response.result],
                              structured_response=response.structured_response)
@@ -418,18 +486,22 @@ class ProgramAnswerMiddleware(AgentMiddleware):
     ) -> ModelCallResult:
         """Answer from the last program, or ask the model for the next one."""
         step = self._step(request)
-        if step[0] == "answer":
-            return ModelResponse(result=[step[1]])
-        if step[0] == "fail":
-            raise step[1]
+        kind, value, index = step
+        if kind == "answer":
+            return ModelResponse(result=[value])
+        if kind == "fail":
+            raise value
         if (asked := self._may_ask(request, step)) is not None and (ask := self._ask(request, asked)) is not None:
             return ModelResponse(result=[ask])
         preview = self._preview(request)
         self._refuse_missing(request, preview)
-        check = step[0] == "check"
-        result = self._finish(handler(self._request(request, preview, step[1], check)), _asked(request), preview, check)
-        if not check and self._repeats(request, result):
-            result = self._finish(handler(self._request(request, preview, None, fresh=True)), _asked(request), preview)
+        part, question = self._part(request, index)
+        check = kind == "check"
+        result = self._finish(handler(self._request(request, preview, value, check, part=part, index=index)),
+                              question, preview, check, index)
+        if not check and self._repeats(request, result, index):
+            result = self._finish(handler(self._request(request, preview, None, fresh=True, part=part, index=index)),
+                                  question, preview, index=index)
         return result
 
     async def awrap_model_call(
@@ -437,10 +509,11 @@ class ProgramAnswerMiddleware(AgentMiddleware):
     ) -> ModelCallResult:
         """Async twin of :meth:`wrap_model_call` (the preview runs in a worker thread)."""
         step = self._step(request)
-        if step[0] == "answer":
-            return ModelResponse(result=[step[1]])
-        if step[0] == "fail":
-            raise step[1]
+        kind, value, index = step
+        if kind == "answer":
+            return ModelResponse(result=[value])
+        if kind == "fail":
+            raise value
         if (asked := self._may_ask(request, step)) is not None and (
                 ask := await asyncio.to_thread(self._ask, request, asked)) is not None:
             return ModelResponse(result=[ask])
@@ -448,13 +521,22 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         cached = ctx.extra.get(_PREVIEW_KEY)
         preview = cached if isinstance(cached, DataPreview) else await asyncio.to_thread(self._preview, request)
         self._refuse_missing(request, preview)
-        check = step[0] == "check"
-        result = self._finish(await handler(self._request(request, preview, step[1], check)), _asked(request),
-                              preview, check)
-        if not check and self._repeats(request, result):
-            result = self._finish(await handler(self._request(request, preview, None, fresh=True)), _asked(request),
-                                  preview)
+        part, question = self._part(request, index)
+        check = kind == "check"
+        result = self._finish(await handler(self._request(request, preview, value, check, part=part, index=index)),
+                              question, preview, check, index)
+        if not check and self._repeats(request, result, index):
+            result = self._finish(await handler(self._request(request, preview, None, fresh=True, part=part,
+                                                              index=index)), question, preview, index=index)
         return result
+
+    def _part(self, request: ModelRequest, index: int | None) -> tuple[QuestionPart | None, str]:
+        """Part ``index`` of the turn's question (``None``: the question as one) and the question it asks."""
+        asked = _asked(request)
+        if index is None:
+            return None, asked
+        part = self._parts(request, asked)[index]
+        return part, part.question
 
 
 def _asked(request: ModelRequest) -> str:
@@ -463,6 +545,8 @@ def _asked(request: ModelRequest) -> str:
 
 
 _CHECK_FLAG = "deerflow_check"
+_PART_FLAG = "deerflow_part"  # which part of the question a program is for
+_PART_ANSWER = "deerflow_part_answer"  # (never stored) a part's answer: its text and files
 _REPORT_FLAG = "deerflow_report"
 _ADOPT_FLAG = "deerflow_adopt"
 
@@ -484,6 +568,28 @@ def _flagged_calls(after: Sequence[BaseMessage], flag: str) -> dict[str, Any]:
     """Tool calls of this turn made by a message marked with ``flag`` (a check, a report): call id → the mark."""
     return {str(call.get("id")): m.additional_kwargs[flag] for m in after
             if isinstance(m, AIMessage) and m.additional_kwargs.get(flag) for call in m.tool_calls}
+
+
+def _part_messages(after: Sequence[BaseMessage], index: int) -> list[BaseMessage]:
+    """The programs of this turn (calls and results) for part ``index`` of the question."""
+    calls = {str(call.get("id")) for m in after if isinstance(m, AIMessage)
+             and m.additional_kwargs.get(_PART_FLAG) == index for call in m.tool_calls}
+    return [m for m in after if (isinstance(m, AIMessage) and m.additional_kwargs.get(_PART_FLAG) == index)
+            or (isinstance(m, ToolMessage) and m.tool_call_id in calls)]
+
+
+def _in_part(message: AIMessage, index: int) -> AIMessage:
+    """``message`` marked as a step of part ``index``."""
+    return message.model_copy(update={"additional_kwargs": {**message.additional_kwargs, _PART_FLAG: index}})
+
+
+def _part_failure(error: AnswerError, index: int, parts: Sequence[QuestionPart], answered: Sequence[str],
+                  run_id: str | None) -> AnswerError:
+    """``error`` of one part, for the whole question: which part could not be answered, and what was."""
+    cause = f"part {index + 1} of {len(parts)} ({parts[index].text}): {error.cause}"
+    if answered:
+        cause += " — answered before it: " + "; ".join(_one_line(text, 80) for text in answered)
+    return AnswerError(cause, run_id=run_id, stop_reason=error.stop_reason, cause=cause)
 
 
 def _final(text: str) -> AIMessage:
