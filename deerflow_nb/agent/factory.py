@@ -152,7 +152,8 @@ def build_middlewares(
     chain.append(AnswerCheckMiddleware(grounding=config.answers.grounds(small)))
     if small:
         chain.append(ProgramAnswerMiddleware(max_programs=config.answers.max_programs,
-                                             check_programs=config.answers.check_programs))
+                                             check_programs=config.answers.check_programs,
+                                             split_parts=config.answers.split_parts))
     chain += [ModelLengthFinishReasonMiddleware(), ClarificationMiddleware()]
     # innermost around the model: a retry repeats only the provider call
     chain.append(_retry_middleware(config, options))

@@ -39,11 +39,15 @@ _ACTION = re.compile(r"(?i)(?<![\w`'\"])(?:save|plot|draw|make|create|write|expo
 #: Words that lean on something said before: such a piece continues the part before it.
 _BACK = re.compile(r"(?i)(?<![\w`'\"])(?:it|its|their|them|they|those|these|(?:this|that)\s+(?:group|value|number|"
                    r"count|one|column|file|table|average|mean|median|total|sum|amount|share|percentage|figure)|"
-                   r"the\s+result|the\s+same|the\s+new\s+column|the\s+table\s+with|each\s+one's|respectively)\b")
+                   r"(?:is|was|are|were)\s+(?:that|this)|the\s+corresponding|the\s+result|the\s+same|"
+                   r"the\s+new\s+column|the\s+table\s+with|each\s+one's|respectively)\b")
 #: A measure in the words before the first part: a part that does not start like one (not split).
 _UNSPLIT_LEAD = re.compile(r"(?i)\b(?:average|mean|median|total|sum|count|number\s+of|highest|lowest|largest|"
-                           r"smallest|most|least|share|percentage|correlation|std|deviation|percentile|distinct|"
-                           r"missing|duplicates?|outliers?)\b")
+                           r"smallest|most|least|share|percent(?:age)?|correlation|std|deviation|percentile|quantile|"
+                           r"distinct|unique|missing|duplicates?|outliers?|difference|change|growth|increase|decrease|"
+                           r"rate|ratio|rank(?:ed)?|top|bottom|compare|trend|min(?:imum)?|max(?:imum)?|variance|"
+                           r"z-?score|test|regression|fit|accuracy|coefficient|slope|chart|plot|histogram|save|"
+                           r"group(?:ed)?|per)\b")
 #: Words that introduce the parts (dropped from the front of the first part).
 _FILLER = re.compile(r"(?i)^(?:\s|[,;:\-–—]|\(\d{1,2}\)|\d{1,2}[.)]\s|and\b|also\b|then\b|plus\b|as\s+well\s+as\b|"
                      r"please\b|tell\s+me\b|give\s+me\b|show\s+me\b|let\s+me\s+know\b|could\s+you\b|can\s+you\b|"

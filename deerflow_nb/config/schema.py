@@ -317,6 +317,9 @@ class AnswersConfig(_Section):
     check_programs: int = Field(default=2, ge=0, le=4,
                                 description="small profile: independent programs that must reach a program's answer "
                                             "before it is given (one agreeing is enough; 0: no checks)")
+    split_parts: bool = Field(default=True,
+                              description="small profile: answer a question that asks several things one part at a "
+                                          "time, each with its own programs and checks")
 
     def grounds(self, small: bool) -> bool:
         """Whether numeric grounding applies to a run of the small (``True``) or normal profile."""

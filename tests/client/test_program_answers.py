@@ -376,3 +376,18 @@ def test_regenerate_samples_the_first_program_with_a_new_seed(make_agent, sales)
     seen.clear()
     assert thread.regenerate() == "rows: 3"
     assert seen[0]["temperature"] == 0.7 and isinstance(seen[0]["seed"], int)
+
+
+def test_answering_part_by_part_can_be_switched_off(make_agent, sales, tmp_path):
+    import yaml
+
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({
+        "models": [{"name": "small", "use": "tests.agent.program_models:ProgramModel", "profile": "small"}],
+        "memory": {"enabled": False}, "title": {"enabled": False}, "answers": {"split_parts": False}}))
+    agent = make_agent(config_path=config, model="small", home=tmp_path / "home")
+    thread = _thread(agent, sales)
+    # asked as one question: one program (the test model answers the first part it finds) and its check
+    answer = thread.chat(f"For the parts test in {UP}/sales.csv, tell me how many regions appear and the total units.")
+    assert answer == "regions: 2"
+    assert len([m for m in thread.messages if isinstance(m, ToolMessage)]) == 2
