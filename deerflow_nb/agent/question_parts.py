@@ -39,7 +39,7 @@ _ACTION = re.compile(r"(?i)(?<![\w`'\"])(?:save|plot|draw|make|create|write|expo
 #: Words that lean on something said before: such a piece continues the part before it.
 _BACK = re.compile(r"(?i)(?<![\w`'\"])(?:it|its|their|them|they|those|these|(?:this|that)\s+(?:group|value|number|"
                    r"count|one|column|file|table|average|mean|median|total|sum|amount|share|percentage|figure)|"
-                   r"(?:is|was|are|were)\s+(?:that|this)|the\s+corresponding|the\s+result|the\s+same|"
+                   r"(?:is|was|are|were)\s+(?:that|this)|which\s+(?:one|has|had|is|was|does|did)|the\s+corresponding|the\s+result|the\s+same|"
                    r"the\s+new\s+column|the\s+table\s+with|each\s+one's|respectively)\b")
 #: A measure in the words before the first part: a part that does not start like one (not split).
 _UNSPLIT_LEAD = re.compile(r"(?i)\b(?:average|mean|median|total|sum|count|number\s+of|highest|lowest|largest|"
