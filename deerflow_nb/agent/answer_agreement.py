@@ -62,10 +62,13 @@ def _value_part(line: str) -> tuple[str, bool]:
 def _header(lines: list[str], at: int) -> bool:
     """Whether line ``at`` names a table's columns or index: no digit, no label mark, above a row with a number.
 
-    ("Sqft_bin", "    Listing ID  Price per Sqft"): one program's column names are another's "price/sqft".
+    ("Sqft_bin", "    Listing ID  Price per Sqft"): one program's column names are another's "price/sqft". A label
+    printed before a DataFrame is on its header's line.
     """
     words = lines[at].strip()
     below = lines[at + 1].strip() if at + 1 < len(lines) else ""
+    if ":" in words and _TABLE_ROW.search(label_free := words.split(":", 1)[1].strip()):
+        words = label_free  # "lowest landing page:   landingPage  pageViews": a label, then a table's header
     return (bool(words) and not any(ch.isdigit() or ch in ":=" for ch in words)
             and bool(_TABLE_ROW.search(below)) and any(ch.isdigit() for ch in below))
 
@@ -197,8 +200,15 @@ def agree(first: str, second: str, question: str = "") -> bool:
 
 
 def answer_parts(stdout: str, question: str = "") -> int:
-    """How many lines of an output state a value (the parts it answers; a table's rows count one each)."""
-    return len(_answer_lines(stdout, question))
+    """How many lines of an output state a value (the parts it answers; a table's rows count one each).
+
+    An output of one word ("Office": a "which" question's name) answers one part: a word alone is left out
+    of the lines only as a table's index name, and a whole output of one word is no table.
+    """
+    lines = _answer_lines(stdout, question)
+    if not lines and len(stdout.split()) == 1 and answer_values(stdout, question, question_words=True):
+        return 1
+    return len(lines)
 
 
 def table_rows(path: str, text: str, *, cut: bool = False) -> list[str]:

@@ -91,6 +91,10 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"normaltest|linregress)'"),
      "Statistical tests are functions of scipy.stats, called with the data: from scipy import stats; "
      "stats.shapiro(df['x'].dropna()) returns (statistic, pvalue). "),
+    (re.compile(r"(?:Series\.corr\(\) missing 1 required positional argument: 'other'|"
+                r"corr\(\) got an unexpected keyword argument)"),
+     "A correlation of two columns is one column's .corr() with the other column: "
+     "df['first_column'].corr(df['second_column']) (Pearson by default). "),
 )
 
 

@@ -25,7 +25,7 @@ from deerflow_nb.agent.program_misreads import asked_formulas
 from deerflow_nb.tools.data_preview import DATA_SUFFIXES, DataPreview, data_files, named_uploads
 
 __all__ = ["ATTACHED_DATA", "CLARIFICATION_TOOL", "file_choice", "is_answer", "question_text", "turn_question",
-           "with_data", "without_attached", "years_note"]
+           "correlation_note", "with_data", "without_attached", "years_note"]
 
 #: Tables a question may be about (a plain ``.json`` or ``.txt`` upload is often settings or notes).
 _TABLES = tuple(suffix for suffix in DATA_SUFFIXES if suffix not in (".json", ".txt"))
@@ -185,3 +185,43 @@ def years_note(asked: str, preview: DataPreview | None) -> str:
         how = (f"per_year = {series}.groupby({year}).{agg}(); then per_year[{last}] - per_year[{first}] "
                f"(and (per_year[{last}] - per_year[{first}]) / per_year[{first}] * 100 for a percent change)")
     return f"(To compare {first} with {last}, total each year first: {how}.)"
+
+
+_CORRELATION = re.compile(r"(?i)\bcorrelat|\bcorr\(|\bpearson\b|\bspearman\b")
+_PAIR = re.compile(r"(?i)(?:\bbetween|\bof|\bcorr\()\s*(?P<a>[^,?;()]+?)\s*(?:,|\band\b|\bvs\.?|\bversus\b|\bwith\b)"
+                   r"\s*(?P<b>[^,?;()]+?)(?=\s*[?.;,()]|\s+(?:in|for|from|using|across|over|rounded|on)\b|\s*$)")
+
+
+def _tokens(text: str) -> set[str]:
+    return {t for t in re.findall(r"[a-z0-9]+", text.lower()) if t not in {"the", "of", "per", "in", "a", "an"}}
+
+
+def _column_for(phrase: str, columns: Sequence[str]) -> str | None:
+    """The one column ``phrase`` names: its name, all its words ("unit price"), or words all of it ("floor area")."""
+    words = _tokens(phrase)
+    if not words:
+        return None
+    exact = [c for c in columns if c.lower() == phrase.strip(" `'\"").lower()]
+    if exact:
+        return exact[0]
+    found = [c for c in columns if _tokens(c) and (_tokens(c) <= words or words <= _tokens(c))]
+    return found[0] if len(found) == 1 else None
+
+
+def correlation_note(asked: str, preview: DataPreview | None) -> str:
+    """How to compute the correlation of the two columns a question names, with their names (or ``""``).
+
+    Measured: the embedded model called ``.corr()`` on one Series (an error, three times over), or read "price
+    per unit" as a ratio of two columns, when the question named the columns in its own words.
+    """
+    if not preview or not preview.columns or not _CORRELATION.search(asked):
+        return ""
+    pair = _PAIR.search(re.sub(r"\S*/\S*", " ", asked))
+    if pair is None:
+        return ""
+    for var, columns in preview.columns.items():
+        a, b = _column_for(pair.group("a"), columns), _column_for(pair.group("b"), columns)
+        if a and b and a != b:
+            method = ", method='spearman'" if re.search(r"(?i)\bspearman\b", asked) else ""
+            return f"(The correlation of the two columns: {var}[{a!r}].corr({var}[{b!r}]{method}).)"
+    return ""

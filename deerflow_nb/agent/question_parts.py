@@ -46,7 +46,7 @@ _UNSPLIT_LEAD = re.compile(r"(?i)\b(?:average|mean|median|total|sum|count|number
                            r"smallest|most|least|share|percent(?:age)?|correlation|std|deviation|percentile|quantile|"
                            r"distinct|unique|missing|duplicates?|outliers?|difference|change|growth|increase|decrease|"
                            r"rate|ratio|rank(?:ed)?|top|bottom|compare|trend|min(?:imum)?|max(?:imum)?|variance|"
-                           r"z-?score|test|regression|fit|accuracy|coefficient|slope|chart|plot|histogram|save|"
+                           r"z-?score|t-?test|\w+\s+test|regression|fit|accuracy|coefficient|slope|chart|plot|histogram|save|"
                            r"group(?:ed)?|per)\b")
 #: Words that introduce the parts (dropped from the front of the first part).
 _FILLER = re.compile(r"(?i)^(?:\s|[,;:\-–—]|\(\d{1,2}\)|\d{1,2}[.)]\s|and\b|also\b|then\b|plus\b|as\s+well\s+as\b|"

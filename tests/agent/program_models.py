@@ -38,7 +38,7 @@ def _decide(messages: list[Any]) -> Any:
     last = messages[-1]
     tries = sum(1 for m in messages if isinstance(m, ToolMessage))
     load = f"import pandas as pd\ndf = pd.read_csv('{UP}/sales.csv')\n"
-    if "parts test" in question:  # a part a request: its own program, never another part's output in view
+    if "parts drill" in question:  # a part a request: its own program, never another part's output in view
         labels = {"how many regions": "regions:", "the total units": "total units:",
                   "the most units": "region with the most units:"}
         mine = next((label for words, label in labels.items() if words in question), "")

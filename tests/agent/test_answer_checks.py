@@ -534,6 +534,14 @@ def test_one_line_with_both_values_covers_two_lines_with_one_each():
     assert not covers("month with the highest revenue: November", two, asked)  # the value is missing
 
 
+def test_a_name_printed_alone_answers_the_which_question_a_check_answers_with_its_value():
+    from deerflow_nb.agent.answer_agreement import covers
+    asked = "Using b.parquet: which building type has the lowest average floor_area_m2?"
+    assert agree("Office", "Office 5675.777777777777", asked) and covers("Office", "Office 5675.78", asked)
+    assert not agree("Office", "Retail 5675.78", asked)
+    assert not covers("Office", "Office 5675.78\nrows: 12", asked)  # a part more
+
+
 def test_tables_whose_index_names_differ_agree():
     asked = "Bin the listings by Sqft into compact, mid-size and large. What is the mean Price in each bin?"
     first = "Sqft_bin\ncompact     493081.40\nmid-size    856273.83\nlarge      1419840.43\nName: Price, dtype: float64"
@@ -651,3 +659,12 @@ def test_an_output_that_names_only_its_files_states_no_value():
         assert not states_values(stdout), stdout
     for stdout in ("rows: 3", "50000", "top region: West", "top 5:\nLST-1  5.5"):
         assert states_values(stdout), stdout
+
+
+def test_a_label_printed_before_a_table_is_on_the_header_line_and_names_no_part():
+    from deerflow_nb.agent.answer_agreement import covers
+    asked = "Using w.jsonl: which landing page has the lowest total pageViews?"
+    table = "landing page with the lowest total pageViews:   landingPage  pageViews\n0      /about        734"
+    one = "landing page with the lowest total pageViews: /about"
+    assert agree(one, table, asked) and covers(one, table, asked)
+    assert not agree("landing page with the lowest total pageViews: /home", table, asked)

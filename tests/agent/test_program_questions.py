@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from deerflow_nb.agent.program_misreads import misread_hint
-from deerflow_nb.agent.program_questions import without_attached, years_note
+from deerflow_nb.agent.program_questions import correlation_note, without_attached, years_note
 from deerflow_nb.tools.data_preview import DataPreview
 
 UP = "/mnt/user-data/uploads"
@@ -129,3 +129,27 @@ def test_a_table_written_with_some_rows_when_every_row_was_asked(asked, flagged)
     assert (hint is not None and "keeps only some with" in hint) is flagged
     one = code.replace(".head(3)", "") + "print('top:', t.head(1).index[0])\n"  # the one highest, beside the table
     assert misread_hint(one, "top: East", asked, ["df"], {}, []) is None
+
+
+@pytest.mark.parametrize(("asked", "columns", "expected"), [
+    ("the Pearson correlation between price per unit and unit cost (rounded to 3 decimals)?",
+     ["order_id", "unit_price", "unit_cost"], "df['unit_price'].corr(df['unit_cost'])"),
+    ("corr(total_bill, tip) in /mnt/user-data/uploads/tips.csv? (Pearson)", ["total_bill", "tip", "size"],
+     "df['total_bill'].corr(df['tip'])"),
+    ("Correlation (Pearson) of minutes played vs points scored? Round to 3 decimals.", ["minutes", "points"],
+     "df['minutes'].corr(df['points'])"),
+    ("Pearson correlation between electricity consumption in kWh and floor area?", ["kwh", "floor_area_m2"],
+     "df['kwh'].corr(df['floor_area_m2'])"),
+    ("Spearman correlation of Price and Sqft", ["Price", "Sqft"], "df['Price'].corr(df['Sqft'], method='spearman')"),
+])
+def test_a_correlation_question_gets_the_call_with_the_columns_it_names(asked, columns, expected):
+    note = correlation_note(asked, DataPreview("text", "", {}, columns={"df": columns}))
+    assert expected in note
+
+
+@pytest.mark.parametrize("asked", [
+    "What is the mean price?",  # no correlation asked
+    "Pearson correlation between the cost and the weight?",  # names no column of the data
+])
+def test_no_correlation_note_without_two_named_columns(asked):
+    assert correlation_note(asked, DataPreview("text", "", {}, columns={"df": ["price", "units"]})) == ""

@@ -89,7 +89,7 @@ def test_a_report_is_written_from_the_confirmed_answer_and_presented_with_virtua
 
 def test_a_question_of_several_parts_is_answered_part_by_part(agent, sales):
     thread = _thread(agent, sales)
-    answer = thread.chat(f"For the parts test in {UP}/sales.csv, tell me how many regions appear, the total units, "
+    answer = thread.chat(f"For the parts drill in {UP}/sales.csv, tell me how many regions appear, the total units, "
                          "and which region has the most units.")
     # each part had its own program and check, with no other part's output in view (the model would say so)
     assert answer == "regions: 2\ntotal units: 9\nregion with the most units: West"
@@ -100,7 +100,7 @@ def test_a_question_of_several_parts_is_answered_part_by_part(agent, sales):
 def test_a_part_that_cannot_be_computed_fails_the_run_and_says_which(agent, sales):
     thread = _thread(agent, sales)
     with pytest.raises(AnswerError) as caught:
-        thread.chat(f"For the parts test that breaks in {UP}/sales.csv, tell me how many regions appear and the "
+        thread.chat(f"For the parts drill that breaks in {UP}/sales.csv, tell me how many regions appear and the "
                     "total units.")
     error = caught.value
     assert error.stop_reason == "unanswered_part"
@@ -111,7 +111,7 @@ def test_a_part_that_cannot_be_computed_fails_the_run_and_says_which(agent, sale
 
 def test_a_report_on_several_parts_holds_each_part(agent, sales):
     thread = _thread(agent, sales)
-    answer = thread.chat(f"For the parts test in {UP}/sales.csv, tell me how many regions appear and the total "
+    answer = thread.chat(f"For the parts drill in {UP}/sales.csv, tell me how many regions appear and the total "
                          f"units; write the answers to a short report at {OUT}/parts.md.")
     assert answer == f"regions: 2\ntotal units: 9\n\nSaved: `{OUT}/parts.md`"
     report = thread.artifact(f"{OUT}/parts.md")[0].decode()
@@ -388,6 +388,6 @@ def test_answering_part_by_part_can_be_switched_off(make_agent, sales, tmp_path)
     agent = make_agent(config_path=config, model="small", home=tmp_path / "home")
     thread = _thread(agent, sales)
     # asked as one question: one program (the test model answers the first part it finds) and its check
-    answer = thread.chat(f"For the parts test in {UP}/sales.csv, tell me how many regions appear and the total units.")
+    answer = thread.chat(f"For the parts drill in {UP}/sales.csv, tell me how many regions appear and the total units.")
     assert answer == "regions: 2"
     assert len([m for m in thread.messages if isinstance(m, ToolMessage)]) == 2

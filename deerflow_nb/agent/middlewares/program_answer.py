@@ -57,6 +57,7 @@ from deerflow_nb.agent.program_misreads import (
 )
 from deerflow_nb.agent.program_questions import (
     CLARIFICATION_TOOL,
+    correlation_note,
     file_choice,
     is_answer,
     turn_question,
@@ -166,7 +167,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
                     value = _in_part(value, index)
                 return kind, value, index
             text, files = value.additional_kwargs[_PART_ANSWER]
-            texts.append(text if re.search(r"[A-Za-z]", text) else f"{part.text}: {text}")
+            texts.append(_labelled(text, part.text))
             written += [path for path in files if path not in written]
         reports = report_paths(requested_outputs(asked))
         return "answer", self._deliver("\n".join(texts), written, asked, reports), None
@@ -376,7 +377,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         human, after = user_turn(request.messages)
         request = request.override(tools=[t for t in request.tools if getattr(t, "name", None) != CLARIFICATION_TOOL])
         asked = part.question if part is not None else _asked(request)
-        messages: list[BaseMessage] = list(request.messages)
+        messages: list[Any] = list(request.messages)
         if index is not None:  # the other parts' programs are not this part's business
             mine = _part_messages(after, index)
             messages = [*messages[:len(messages) - len(after)], *mine]
@@ -388,7 +389,8 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             after = []
         reports = report_paths(requested_outputs(asked))
         if human is not None and (preview or reports or part is not None):
-            note = " ".join(filter(None, (years_note(asked, preview), report_note(reports) if reports else "")))
+            note = " ".join(filter(None, (years_note(asked, preview), correlation_note(asked, preview),
+                                          report_note(reports) if reports else "")))
             shown = human.model_copy(update={"content": asked}) if part is not None else human
             messages = [with_data(shown, preview, asked, note) if m is human else m for m in messages]
         if hint:
@@ -568,6 +570,12 @@ def _flagged_calls(after: Sequence[BaseMessage], flag: str) -> dict[str, Any]:
     """Tool calls of this turn made by a message marked with ``flag`` (a check, a report): call id → the mark."""
     return {str(call.get("id")): m.additional_kwargs[flag] for m in after
             if isinstance(m, AIMessage) and m.additional_kwargs.get(flag) for call in m.tool_calls}
+
+
+def _labelled(text: str, asked: str) -> str:
+    """A part's answer, after the part's own words when it has no label of its own ("Office", "54")."""
+    bare = "\n" not in text.strip() and not re.search(r"[:=]", text) and len(text.split()) <= 3
+    return f"{asked}: {text.strip()}" if bare else text
 
 
 def _part_messages(after: Sequence[BaseMessage], index: int) -> list[BaseMessage]:
