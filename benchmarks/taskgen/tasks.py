@@ -1571,10 +1571,14 @@ def g_share_level(
         "In {p}, what fraction of {noun} have {g} {lv}?",
     ]
     q = _with_fmt(c, c.tpl(tpl).format(p=ds.vpath, noun=ds.noun, cat=cat, lv=lv, g=g), fmt)
+    # a column with gaps: "what percentage of the contacts" is read over every row as often as over the
+    # rows with a value (pandas' value_counts(normalize=True)); both are right
+    of_all = float(ds.df[cat].eq(level).mean())
     part = NumPart(
         f"share {level}",
         float(vc[level]),
         "share",
+        alts=(of_all,) if abs(of_all - float(vc[level])) > 1e-12 else (),
         fmt=fmt,
         distractors=[float(v) for k, v in vc.items() if k != level],
     )

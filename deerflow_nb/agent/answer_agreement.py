@@ -15,15 +15,15 @@ import csv
 import io
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from deerflow_nb.agent.answer_checks import Number, find_numbers
 from deerflow_nb.agent.answer_format import PANDAS_FOOTER as _FOOTER
 
-__all__ = ["AnswerValues", "agree", "answer_parts", "answer_values", "covers", "same_tables", "states_values",
-           "table_rows"]
+__all__ = ["AnswerValues", "agree", "answer_parts", "answer_values", "confirmed", "covers", "same_tables",
+           "states_values", "table_rows"]
 
 _INDEX = re.compile(r"^\s*\d+\s{2,}")  # a DataFrame's row number at the start of a table row
 _WORD = re.compile(r"[A-Za-z][\w\-/.]*[\w]|[A-Za-z]")
@@ -258,6 +258,17 @@ def same_tables(first: Mapping[str, Any], second: Mapping[str, Any], question: s
         if not agree("\n".join(a_rows[:rows]), "\n".join(b_rows[:rows]), question):
             return False
     return True
+def confirmed(answer: str, checks: Sequence[str], question: str = "") -> bool:
+    """Whether every line of ``answer`` that states a value states what a line of one of ``checks`` states.
+
+    Checks that each printed only some of the parts confirm an answer together when, between them, they
+    state every part of it.
+    """
+    lines = _answer_lines(answer, question)
+    others = [line for check in checks for line in _answer_lines(check, question)]
+    return bool(lines) and all(any(_same_values(line, other) for other in others) for line in lines)
+
+
 def covers(first: str, second: str, question: str = "") -> bool:
     """Whether ``first`` answers every part ``second`` does: as many answer lines, or every value of it.
 

@@ -105,7 +105,8 @@ def output_problem(run: dict[str, Any], requested: Sequence[str], written: Seque
     if period:
         return "unanswered_part", period
     words = re.search(r"[^\W\d_]", re.sub(r"\S*/\S*|\be\b", " ", stdout))  # letters, paths aside
-    if _WHICH.search(asked) and not _UNIT_OF_TIME.search(asked) and (not words or _only_measures(stdout)):
+    if _WHICH.search(asked) and not _UNIT_OF_TIME.search(asked) and (
+            not words or _only_measures(stdout) or _named_by_number(stdout, asked, preview)):
         return "unanswered_part", ("The question asks which one, and the output names nothing (only numbers). "
                                    "Print the name too, with a label, and write the whole program again.")
     id_column = _row_numbers_for_ids(stdout, asked, preview)
@@ -357,6 +358,22 @@ def _row_numbers_for_ids(stdout: str, asked: str, preview: DataPreview | None) -
     ids = [name for names in preview.columns.values() for name in names if _ID_NAME.search(name)]
     numbered = [m for m in _ROW_NUMBER.finditer(stdout) if not re.fullmatch(r"(?:19|20)\d\d", m.group(1))]
     return ids[0] if ids and len(numbered) >= 2 else None
+
+
+def _named_by_number(stdout: str, asked: str, preview: DataPreview | None) -> bool:
+    """Whether a "which <thing>" question whose thing is a text column of the data is answered with numbers only.
+
+    ("which item had the largest increase": 1688.) A text column's values are names; a number is not one of them.
+    """
+    if preview is None:
+        return False
+    texts = {column.lower() for column in preview.values.values()}
+    thing = re.search(r"\bwhich\s+(\w+)", asked, re.IGNORECASE)
+    if thing is None or not ({thing.group(1).lower(), thing.group(1).lower().rstrip("s")} & texts):
+        return False
+    values = [line.split(":", 1)[1] if ":" in line else line for line in stdout.splitlines()]
+    values = [v.strip() for v in values if v.strip()]
+    return bool(values) and all(re.fullmatch(r"[-+$€£]?\d[\d,]*(?:\.\d+)?\s?%?", v) for v in values)
 
 
 def _only_measures(stdout: str) -> bool:

@@ -52,6 +52,13 @@ def _decide(messages: list[Any]) -> Any:
         if mine == "total units:":
             return _program(load + "print('total units:', df.units.sum())\n")
         return _program(load + "print('region with the most units:', df.groupby('region').units.sum().idxmax())\n")
+    if "halves drill" in question:  # the answer states two values; each check states one of them
+        wrong = "wrong halves" in question
+        return _program(load + "from pathlib import Path\np = Path('/mnt/user-data/workspace/halves.txt')\n"
+                        "n = int(p.read_text()) + 1 if p.exists() else 1\np.write_text(str(n))\n"
+                        f"if n == 1:\n    print('rows:', len(df))\n    print('units total:', {99 if wrong else 9})\n"
+                        f"elif n == 2 or {wrong}:\n    print('rows:', len(df))\n"
+                        "else:\n    print('units total:', df.units.sum())\n")
     if "a coin" in question:  # every run prints a number a thousand times the last: the checks never agree
         return _program("from pathlib import Path\np = Path('/mnt/user-data/workspace/coin.txt')\n"
                         "n = int(p.read_text()) + 1 if p.exists() else 1\np.write_text(str(n))\n"

@@ -668,3 +668,19 @@ def test_a_label_printed_before_a_table_is_on_the_header_line_and_names_no_part(
     one = "landing page with the lowest total pageViews: /about"
     assert agree(one, table, asked) and covers(one, table, asked)
     assert not agree("landing page with the lowest total pageViews: /home", table, asked)
+
+
+def test_which_item_answered_with_a_number_is_written_again():
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    from deerflow_nb.tools.data_preview import DataPreview
+    preview = DataPreview("Data", "", {"/mnt/user-data/uploads/s.csv": "df"}, {"df": ["item", "units"]},
+                          values={"bolts": "item", "nuts": "item"})
+    asked = "Using s.csv: which item had the largest increase in units?"
+    middleware = ProgramAnswerMiddleware()
+    wrong = {"stdout": "Item with the largest increase in units: 1688\n", "exit_code": 0, "code": "print(1)"}
+    problem = middleware.problem(wrong, [], [], preview, asked)
+    assert problem is not None and "names nothing" in problem[1]
+    right = {"stdout": "Item with the largest increase in units: bolts 1688\n", "exit_code": 0, "code": "print(1)"}
+    assert middleware.problem(right, [], [], preview, asked) is None
+    # a thing that is no text column of the data may well be named by a number (an id)
+    assert middleware.problem(wrong, [], [], preview, "Using s.csv: which listing has the largest price?") is None

@@ -92,7 +92,7 @@ def test_a_question_of_several_parts_is_answered_part_by_part(agent, sales):
     answer = thread.chat(f"For the parts drill in {UP}/sales.csv, tell me how many regions appear, the total units, "
                          "and which region has the most units.")
     # each part had its own program and check, with no other part's output in view (the model would say so)
-    assert answer == "regions: 2\ntotal units: 9\nregion with the most units: West"
+    assert answer == "regions: 2  \ntotal units: 9  \nregion with the most units: West"  # Markdown line breaks
     assert len([m for m in thread.messages if isinstance(m, ToolMessage)]) == 6
     assert isinstance(thread.messages[-1], AIMessage) and thread.messages[-1].text == answer
 
@@ -113,7 +113,7 @@ def test_a_report_on_several_parts_holds_each_part(agent, sales):
     thread = _thread(agent, sales)
     answer = thread.chat(f"For the parts drill in {UP}/sales.csv, tell me how many regions appear and the total "
                          f"units; write the answers to a short report at {OUT}/parts.md.")
-    assert answer == f"regions: 2\ntotal units: 9\n\nSaved: `{OUT}/parts.md`"
+    assert answer == f"regions: 2  \ntotal units: 9\n\nSaved: `{OUT}/parts.md`"
     report = thread.artifact(f"{OUT}/parts.md")[0].decode()
     assert "- regions: 2\n- total units: 9\n" in report and f"Data: `{UP}/sales.csv`" in report
     assert thread.state["artifacts"] == [f"{OUT}/parts.md"]
@@ -213,6 +213,20 @@ def test_an_answer_missing_a_part_a_check_answers_is_not_confirmed_by_it(agent, 
     assert thread.chat(f"Rows and total units, both parts, of {UP}/sales.csv?") == "rows: 3  \ntotal units: 9"
     assert [m.text for m in thread.messages if isinstance(m, ToolMessage)] == [
         "rows: 3", "rows: 3\ntotal units: 9", "rows: 3\ntotal units: 9"]
+
+
+def test_checks_that_each_state_some_parts_confirm_an_answer_together(agent, sales):
+    thread = _thread(agent, sales)
+    answer = thread.chat(f"Give the row count and the units total for the halves drill in {UP}/sales.csv.")
+    assert answer == "rows: 3  \nunits total: 9"
+
+
+def test_a_part_no_check_states_is_not_confirmed(agent, sales):
+    thread = _thread(agent, sales)
+    with pytest.raises(AnswerError) as caught:  # both checks state the rows; the units total (99) is nobody's
+        thread.chat(f"Give the row count and the units total for the wrong halves drill in {UP}/sales.csv.")
+    assert caught.value.stop_reason == "ungrounded_answer"
+    assert "rows: 3 units total: 99 | rows: 3 | rows: 3" in caught.value.cause
 
 
 def test_two_agreeing_checks_outvote_the_first_program(agent, sales):

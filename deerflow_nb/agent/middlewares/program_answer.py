@@ -32,7 +32,7 @@ from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResp
 from langchain.agents.middleware.types import ModelCallResult
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from deerflow_nb.agent.answer_agreement import agree, covers, same_tables, states_values
+from deerflow_nb.agent.answer_agreement import agree, confirmed, covers, same_tables, states_values
 from deerflow_nb.agent.answer_format import format_answer
 from deerflow_nb.agent.answer_report import report_note, report_paths, report_program, report_text
 from deerflow_nb.agent.middlewares._base import context_of, last_ai
@@ -170,7 +170,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             texts.append(_labelled(text, part.text))
             written += [path for path in files if path not in written]
         reports = report_paths(requested_outputs(asked))
-        return "answer", self._deliver("\n".join(texts), written, asked, reports), None
+        return "answer", self._deliver(_lines(texts), written, asked, reports), None
 
     def _parts(self, request: ModelRequest, asked: str) -> list[QuestionPart]:
         """The parts of the turn's question, when it asks several things at once (else ``[]``)."""
@@ -234,18 +234,27 @@ class ProgramAnswerMiddleware(AgentMiddleware):
         stdout = [str(run.get("stdout") or "") for run in runs]
 
         def same(i: int, j: int) -> bool:
-            """Whether ``j`` confirms ``i``: the same values and tables, and ``i`` answers no fewer parts."""
+            """Whether ``j`` states what ``i`` does where they overlap (and ``i`` answers no fewer parts)."""
             return (agree(stdout[i], stdout[j], asked) and same_tables(runs[i], runs[j], asked, TABLE_HEAD)
                     and covers(stdout[i], stdout[j], asked))
 
+        def full(i: int, j: int) -> bool:
+            """Whether ``j`` confirms all of ``i``: the same, and ``j`` answers every part ``i`` does."""
+            return same(i, j) and covers(stdout[j], stdout[i], asked)
+
         for i, j in ((0, k) for k in range(1, len(stdout))):
-            if same(i, j):  # the same values: the one written in the asked template, if only the check is
+            if full(i, j):  # the same values: the one written in the asked template, if only the check is
                 chosen = runs[j] if _fits_template(stdout[j], asked) and not _fits_template(stdout[i], asked) \
                     else answer
                 return "answer", self._answer(chosen, asked, reports, compose)
+        partial = [stdout[k] for k in range(1, len(stdout)) if same(0, k)]
+        if len(partial) >= 2 and confirmed(stdout[0], partial, asked):  # each part confirmed by one of them
+            return "answer", self._answer(answer, asked, reports, compose)
         if len(usable) >= 2:  # two checks outvote the first answer
             for i, j in ((1, 2), (2, 1)):
-                if same(i, j):  # a check's files were put back: its program runs again to write them
+                # (agreeing on fewer parts than the first program answered is no answer: a part is dropped)
+                if full(i, j) and covers(stdout[i], stdout[0], asked):  # a check's files were put back: its
+                    # program runs again to write them
                     return "answer", (_adopt(runs[i]) if runs[i].get("written") else
                                       self._answer(runs[i], asked, reports, compose))
         if len(checks) < self.check_programs:
@@ -570,6 +579,16 @@ def _flagged_calls(after: Sequence[BaseMessage], flag: str) -> dict[str, Any]:
     """Tool calls of this turn made by a message marked with ``flag`` (a check, a report): call id → the mark."""
     return {str(call.get("id")): m.additional_kwargs[flag] for m in after
             if isinstance(m, AIMessage) and m.additional_kwargs.get(flag) for call in m.tool_calls}
+
+
+def _lines(texts: Sequence[str]) -> str:
+    """The parts' answers as one Markdown answer: a line break after each (a blank line after a code block)."""
+    out = ""
+    for text in texts:
+        if out:
+            out += "\n\n" if out.endswith("```") else ("\n" if out.endswith("  ") else "  \n")
+        out += text.rstrip("\n")
+    return out
 
 
 def _labelled(text: str, asked: str) -> str:
