@@ -10,7 +10,11 @@ agreed with a wrong answer. Two of them are about rows:
   readings have type Y") answered with the number of distinct values of a column the question does not
   name (``['season'].nunique()``);
 - :func:`ranked_by_count`: "which status has the lowest average temperature" answered with the status that
-  has the fewest rows (``value_counts().idxmin()``).
+  has the fewest rows (``value_counts().idxmin()``);
+- :func:`outlier_rule`: outliers counted by z-scores when the question names the IQR rule, or by quartiles when
+  it names z-scores;
+- :func:`repeats_for_values`: "how many emails are repeated (count each address once)" answered with the
+  number of repeated rows (``['email'].duplicated().sum()``), which counts an address used three times twice.
 
 Like :mod:`~deerflow_nb.agent.program_misreads`, these are advice: one hint per question, so a false alarm
 costs a program, never the answer.
@@ -24,7 +28,7 @@ from collections.abc import Mapping
 
 from deerflow_nb.agent.answer_checks import find_numbers
 
-__all__ = ["distinct_for_rows", "ranked_by_count", "rows_hint", "unasked_filter"]
+__all__ = ["distinct_for_rows", "outlier_rule", "ranked_by_count", "repeats_for_values", "rows_hint", "unasked_filter"]
 
 _PATHS = re.compile(r"\S*/\S*")
 #: Words that ask for distinct values: a ``nunique()`` is then what the question wants.
@@ -151,13 +155,60 @@ def ranked_by_count(tree: ast.AST, asked: str) -> str | None:
     return None
 
 
+#: A count of values that repeat, each counted once ("count each repeated address once", "distinct emails used
+#: by two or more rows", "how many customers appear more than once").
+_EACH_ONCE = re.compile(r"\b(?:each|every)\b[^.?]{0,40}\bonce\b|\b(?:distinct|unique|different)\b[^.?]{0,60}\b"
+                        r"(?:two or more|more than once|at least twice|repeated|duplicated)\b|"
+                        r"\bappear(?:s|ing)? more than once\b", re.IGNORECASE)
+
+
+def repeats_for_values(tree: ast.Module, asked: str) -> str | None:
+    """A hint when values that repeat, each counted once, are counted as repeated rows (``duplicated().sum()``)."""
+    if not _EACH_ONCE.search(_PATHS.sub(" ", asked)):
+        return None
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "sum"):
+            continue
+        inner = node.func.value
+        if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "duplicated":
+            column = _column(inner.func.value) or "x"
+            if any(isinstance(n, ast.Attribute) and n.attr in ("nunique", "unique", "value_counts")
+                   for n in ast.walk(tree)):
+                return None
+            return (f"duplicated().sum() counts repeated rows: a value used three times counts twice. The question "
+                    f"counts each repeated value once: counts = df[{column!r}].value_counts(); "
+                    "print((counts >= 2).sum()).")
+    return None
+
+
+_IQR_ASKED = re.compile(r"\biqr\b|interquartile|\bquartiles?\b|\bq1\b|\bq3\b", re.IGNORECASE)
+_Z_ASKED = re.compile(r"\bz[- ]?scores?\b|\|z\|", re.IGNORECASE)
+
+
+def outlier_rule(code: str, asked: str) -> str | None:
+    """A hint when outliers are counted by the other rule than the one the question names (IQR or z-score)."""
+    text = _PATHS.sub(" ", asked)
+    iqr, z = bool(_IQR_ASKED.search(text)), bool(_Z_ASKED.search(text))
+    uses_quartiles = bool(re.search(r"quantile|percentile|\biqr\b", code, re.IGNORECASE))
+    uses_z = bool(re.search(r"zscore|\.std\(|\bstd\(", code))
+    if iqr and not z and uses_z and not uses_quartiles:
+        return ("The question names the IQR rule, not z-scores: q1, q3 = x.quantile(0.25), x.quantile(0.75); "
+                "iqr = q3 - q1; then ((x < q1 - 1.5 * iqr) | (x > q3 + 1.5 * iqr)).sum() for the column x.")
+    if z and not iqr and uses_quartiles and not uses_z:
+        return ("The question names z-scores, not quartiles: z = (x - x.mean()) / x.std(); then (z.abs() > k).sum() "
+                "with the question's threshold k, for the column x.")
+    return None
+
+
 def rows_hint(code: str, asked: str, values: Mapping[str, str] | None = None) -> str | None:
     """The first row misreading ``code`` shows, or ``None``.
 
-    In order: :func:`unasked_filter`, :func:`distinct_for_rows`, :func:`ranked_by_count`.
+    In order: :func:`unasked_filter`, :func:`distinct_for_rows`, :func:`ranked_by_count`, :func:`repeats_for_values`,
+    :func:`outlier_rule`.
     """
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
         return None
-    return unasked_filter(tree, asked, values or {}) or distinct_for_rows(tree, asked) or ranked_by_count(tree, asked)
+    return (unasked_filter(tree, asked, values or {}) or distinct_for_rows(tree, asked)
+            or ranked_by_count(tree, asked) or repeats_for_values(tree, asked) or outlier_rule(code, asked))

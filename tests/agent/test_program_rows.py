@@ -88,3 +88,34 @@ def test_a_change_divided_by_the_old_value_is_computed_before_the_division():
     assert scope["growth"] == "Office" and scope["rate"] == 0.25
     for unchanged in ("x = a - b / c\n", "x = (a - b) / b\n", "x = a / a\n", "def (:\n"):
         assert change_before_ratio(unchanged) == unchanged
+
+
+@pytest.mark.parametrize(("asked", "code", "flagged"), [
+    ("number of duplicated email values in c.csv (count each repeated address once)?",
+     "print(df['email'].duplicated().sum())", True),
+    ("In c.csv, count the distinct emails that are used by two or more rows.",
+     "d = df.email.duplicated().sum()\nprint('emails:', d)", True),
+    ("How many customers appear more than once in c.csv?", "print(df['customer'].duplicated().sum())", True),
+    # the repeated values counted once already; or repeated rows asked for
+    ("number of duplicated email values (count each repeated address once)?",
+     "print(df.loc[df['email'].duplicated(), 'email'].nunique())", False),
+    ("How many rows of c.csv are exact duplicates of an earlier row?", "print(df.duplicated().sum())", False),
+])
+def test_repeated_rows_counted_for_values_counted_once_are_named(asked, code, flagged):
+    hint = rows_hint(code, asked)
+    assert (hint is not None and "(counts >= 2).sum()" in hint) == flagged
+
+
+@pytest.mark.parametrize(("asked", "code", "hint"), [
+    ("Using the 1.5 x IQR rule, how many outliers does cost have?",
+     "z = (df.cost - df.cost.mean()) / df.cost.std()\nprint('outliers:', (z.abs() > 3).sum())", "IQR rule"),
+    ("How many vibration values have |z| > 3.0?",
+     "q1, q3 = df.v.quantile(0.25), df.v.quantile(0.75)\nprint(((df.v < q1) | (df.v > q3)).sum())", "z-scores"),
+    ("Using the 1.5 x IQR rule, how many outliers does cost have?",
+     "q1, q3 = df.cost.quantile([0.25, 0.75])\nprint(((df.cost < q1 - 1.5 * (q3 - q1))).sum())", None),
+    ("How many vibration values have |z| > 3.0?", "z = (df.v - df.v.mean()) / df.v.std()\nprint((z.abs() > 3).sum())",
+     None),
+])
+def test_outliers_by_the_other_rule_are_named(asked, code, hint):
+    found = rows_hint(code, asked)
+    assert (found is None) if hint is None else (found is not None and hint in found)
