@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from deerflow_nb.agent.answer_checks import find_numbers
 from deerflow_nb.agent.answer_format import AS_PERCENT
 from deerflow_nb.agent.program_misreads import error_hint, misaligned_rows, misread_hint
 from deerflow_nb.agent.program_rows import rows_hint
@@ -348,7 +349,39 @@ def misread(run: dict[str, Any], asked: str, preview: DataPreview | None) -> str
     columns = [name for names in preview.columns.values() for name in names] if preview else []
     return (misread_hint(str(run["code"]), str(run.get("stdout") or ""), asked, frames or ["df"],
                          preview.values if preview else None, columns)
-            or rows_hint(str(run["code"]), asked, preview.values if preview else None))
+            or rows_hint(str(run["code"]), asked, preview.values if preview else None)
+            or difference_hint(str(run.get("stdout") or ""), asked))
+
+
+_MINUS = re.compile(r"\bminus\b|\bdifference\b|\bsubtract", re.IGNORECASE)
+
+
+def difference_hint(stdout: str, asked: str) -> str | None:
+    """A hint when a difference is asked and the output prints two values but not their difference.
+
+    ("2023's total minus 2022's, and the growth in percent": both totals and the growth printed, no difference.)
+    """
+    if not _MINUS.search(re.sub(r"\S*/\S*", " ", asked)):
+        return None
+    labels = [line.split(":", 1)[0] for line in stdout.splitlines() if ":" in line]
+    if any(re.search(r"differ|minus|change|diff\b|delta|increase|decrease|gap", label, re.IGNORECASE)
+           for label in labels):
+        return None  # a value labelled as the difference
+    asked_numbers = {n.value for n in find_numbers(asked)}
+    numbers = [n.value for n in find_numbers(stdout) if n.value not in asked_numbers
+               and not (float(n.value).is_integer() and 1900 <= n.value <= 2100)]
+    if len(numbers) < 2:
+        return None
+
+    def shown(i: int, j: int) -> bool:
+        value = abs(numbers[i] - numbers[j])
+        return any(abs(value - abs(n) * scale) <= 1e-3 * value + 0.05 * scale
+                   for k, n in enumerate(numbers) if k not in (i, j) for scale in (1, 1e3, 1e6))
+
+    if any(shown(i, j) for i in range(len(numbers)) for j in range(i + 1, len(numbers))):
+        return None
+    return ("The question asks for a difference (one value minus the other), and the output prints values but "
+            "not their difference. Compute it and print it with its own label.")
 
 
 def _row_numbers_for_ids(stdout: str, asked: str, preview: DataPreview | None) -> str | None:

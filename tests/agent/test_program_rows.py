@@ -119,3 +119,15 @@ def test_repeated_rows_counted_for_values_counted_once_are_named(asked, code, fl
 def test_outliers_by_the_other_rule_are_named(asked, code, hint):
     found = rows_hint(code, asked)
     assert (found is None) if hint is None else (found is not None and hint in found)
+
+
+@pytest.mark.parametrize(("stdout", "flagged"), [
+    ("2023's total revenue: 499035.22\n2022's total revenue: 455388.49\nGrowth in percent: 9.58%", True),
+    ("2023 total: 499035.22\n2022 total: 455388.49\ndifference: 43646.73\ngrowth: 9.58%", False),
+    ("difference (2023 minus 2022): 43.6k\ngrowth: 9.58%", False),  # one value: nothing to subtract
+    ("2023: 499035.22\n2022: 455388.49\ndifference in thousands: 43.6", False),
+])
+def test_a_difference_asked_and_not_printed_is_named(stdout, flagged):
+    from deerflow_nb.agent.program_checks import difference_hint
+    asked = "What is 2023's total revenue minus 2022's (in thousands, 1 decimal), and what is the growth in percent?"
+    assert (difference_hint(stdout, asked) is not None) == flagged
