@@ -104,8 +104,10 @@ def answer_values(stdout: str, question: str = "", *, question_words: bool = Fal
 
 
 def _same(a: Number, b: Number) -> bool:
-    places = min(a.decimals, b.decimals)
-    for x, y in ((a.value, b.value), (a.value / 100, b.value), (a.value, b.value / 100)):
+    # a fraction and its percentage alike: a value divided by 100 has two decimals more ("320" is 3.20, not 3.3)
+    for x, y, places in ((a.value, b.value, min(a.decimals, b.decimals)),
+                         (a.value / 100, b.value, min(a.decimals + 2, b.decimals)),
+                         (a.value, b.value / 100, min(a.decimals, b.decimals + 2))):
         if round(x, places) == round(y, places) or abs(x - y) <= 2e-3 * max(abs(x), abs(y)):
             return True
         if round(abs(x), places) == round(abs(y), places) and places > 0:  # a difference reported either way

@@ -106,10 +106,15 @@ def output_problem(run: dict[str, Any], requested: Sequence[str], written: Seque
     if period:
         return "unanswered_part", period
     words = re.search(r"[^\W\d_]", re.sub(r"\S*/\S*|\be\b", " ", stdout))  # letters, paths aside
-    if _WHICH.search(asked) and not _UNIT_OF_TIME.search(asked) and (
+    if _WHICH.search(asked) and not _which_time(asked) and (
             not words or _only_measures(stdout) or _named_by_number(stdout, asked, preview)):
         return "unanswered_part", ("The question asks which one, and the output names nothing (only numbers). "
                                    "Print the name too, with a label, and write the whole program again.")
+    if _every_row_an_outlier(stdout, asked, preview):
+        return "unanswered_part", ("The output counts every row of the table as an outlier. Count only the rows "
+                                   "outside the rule's limits (IQR: ((x < q1 - 1.5 * iqr) | (x > q3 + 1.5 * iqr))"
+                                   ".sum(); z-score: (((x - x.mean()) / x.std()).abs() > k).sum()) and write the whole "
+                                   "program again.")
     id_column = _row_numbers_for_ids(stdout, asked, preview)
     if id_column:
         return "unanswered_part", _ids_hint(code, id_column, preview)
@@ -391,6 +396,28 @@ def _row_numbers_for_ids(stdout: str, asked: str, preview: DataPreview | None) -
     ids = [name for names in preview.columns.values() for name in names if _ID_NAME.search(name)]
     numbered = [m for m in _ROW_NUMBER.finditer(stdout) if not re.fullmatch(r"(?:19|20)\d\d", m.group(1))]
     return ids[0] if ids and len(numbered) >= 2 else None
+
+
+def _every_row_an_outlier(stdout: str, asked: str, preview: DataPreview | None) -> bool:
+    """Whether an outlier count printed is the number of rows of a table (every row counted)."""
+    if preview is None or not preview.rows or not re.search(r"\boutliers?\b", asked, re.IGNORECASE):
+        return False
+    rows = {count for count in preview.rows.values() if count > 10}
+    for line in stdout.splitlines():
+        if re.search(r"outlier", line, re.IGNORECASE) and any(
+                n.value in rows for n in find_numbers(line.split(":", 1)[-1])):
+            return True
+    return False
+
+
+def _which_time(asked: str) -> bool:
+    """Whether the "which" of ``asked`` is a time or a bin ("which month", "which weekday of order_date").
+
+    Their answers may be numbers (month 3, 2023). Only the words after "which" count: "two years of shipments:
+    which item ..." asks for an item.
+    """
+    after = re.findall(r"\bwhich\s+((?:\S+\s+){0,2}\S+)", asked, re.IGNORECASE)
+    return any(_UNIT_OF_TIME.search(words) for words in after) or (not after and bool(_UNIT_OF_TIME.search(asked)))
 
 
 def _named_by_number(stdout: str, asked: str, preview: DataPreview | None) -> bool:

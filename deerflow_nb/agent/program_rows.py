@@ -163,22 +163,30 @@ _EACH_ONCE = re.compile(r"\b(?:each|every)\b[^.?]{0,40}\bonce\b|\b(?:distinct|un
 
 
 def repeats_for_values(tree: ast.Module, asked: str) -> str | None:
-    """A hint when values that repeat, each counted once, are counted as repeated rows (``duplicated().sum()``)."""
+    """A hint when values that repeat, each counted once, are counted as repeated rows (``duplicated()``).
+
+    A program that counts them once takes the distinct values of the repeated rows (``nunique``, ``unique``,
+    ``drop_duplicates``) or counts per value (``value_counts``); one that only sums or counts ``duplicated()``
+    rows counts a value used three times twice.
+    """
     if not _EACH_ONCE.search(_PATHS.sub(" ", asked)):
         return None
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "sum"):
-            continue
-        inner = node.func.value
-        if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "duplicated":
-            column = _column(inner.func.value) or "x"
-            if any(isinstance(n, ast.Attribute) and n.attr in ("nunique", "unique", "value_counts")
-                   for n in ast.walk(tree)):
-                return None
-            return (f"duplicated().sum() counts repeated rows: a value used three times counts twice. The question "
-                    f"counts each repeated value once: counts = df[{column!r}].value_counts(); "
-                    "print((counts >= 2).sum()).")
-    return None
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)]
+    marked = [call for call in calls if call.func.attr == "duplicated"]  # type: ignore[attr-defined]
+    if not marked or any(call.func.attr in ("nunique", "unique", "value_counts", "drop_duplicates")  # type: ignore[attr-defined]
+                         for call in calls):
+        return None
+    column = _column(marked[0].func.value)  # type: ignore[attr-defined]
+    for keyword in marked[0].keywords:  # df.duplicated(subset='email') / subset=['email']
+        value = keyword.value
+        if keyword.arg == "subset" and isinstance(value, ast.List) and len(value.elts) == 1:
+            value = value.elts[0]
+        if keyword.arg == "subset" and isinstance(value, ast.Constant) and isinstance(value.value, str):
+            column = value.value
+    if column is None and marked[0].args and isinstance(marked[0].args[0], ast.Constant):
+        column = str(marked[0].args[0].value)
+    return (f"duplicated() marks repeated rows: a value used three times is marked twice. The question counts "
+            f"each repeated value once: counts = df[{column or 'x'!r}].value_counts(); print((counts >= 2).sum()).")
 
 
 _IQR_ASKED = re.compile(r"\biqr\b|interquartile|\bquartiles?\b|\bq1\b|\bq3\b", re.IGNORECASE)

@@ -684,3 +684,35 @@ def test_which_item_answered_with_a_number_is_written_again():
     assert middleware.problem(right, [], [], preview, asked) is None
     # a thing that is no text column of the data may well be named by a number (an id)
     assert middleware.problem(wrong, [], [], preview, "Using s.csv: which listing has the largest price?") is None
+
+
+def test_a_count_divided_by_100_is_no_percentage_of_another_value():
+    asked = "Using e.xlsx: how many employees have Department \"Engineering\" and their average PerformanceScore?"
+    answer = "Employees in Engineering: 83\nTotal employees: 320\nAverage Performance Score: 4.22"
+    assert not agree(answer, "average PerformanceScore: 3.3012048192771086", asked)  # 320 is 3.20 %, not 3.30
+    assert agree("share: 0.1234", "share: 12.34%", asked)  # a fraction and its percentage still agree
+
+
+def test_a_time_word_elsewhere_in_the_question_does_not_excuse_a_which_answered_with_numbers():
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    from deerflow_nb.tools.data_preview import DataPreview
+    preview = DataPreview("Data", "", {"/mnt/user-data/uploads/s.csv": "df"}, {"df": ["item", "units"]},
+                          values={"bolts": "item"})
+    asked = "I have shipments for two years: s.csv: which item had the largest increase in units?"
+    wrong = {"stdout": "Item with the largest increase in units: 1688\n", "exit_code": 0, "code": "print(1)"}
+    assert ProgramAnswerMiddleware().problem(wrong, [], [], preview, asked) is not None
+    month = {"stdout": "month with the most orders: 3\n", "exit_code": 0,
+             "code": "m = df[df['day'].dt.year == 2023]\nprint(m.day.dt.month.value_counts().idxmax())"}
+    assert ProgramAnswerMiddleware().problem(month, [], [], preview, "which month of 2023 had the most orders?") is None
+
+
+def test_an_outlier_count_of_every_row_is_written_again():
+    from deerflow_nb.agent.middlewares.program_answer import ProgramAnswerMiddleware
+    from deerflow_nb.tools.data_preview import DataPreview
+    preview = DataPreview("Data", "", {"/mnt/user-data/uploads/v.xlsx": "df"}, {"df": ["cost"]}, rows={"df": 1500})
+    asked = "Using the 1.5 x IQR rule, how many outliers does cost have?"
+    every = {"stdout": "outliers with |z| > 3: 1500\n", "exit_code": 0, "code": "print(1)"}
+    problem = ProgramAnswerMiddleware().problem(every, [], [], preview, asked)
+    assert problem is not None and "every row" in problem[1]
+    some = {"stdout": "IQR outliers: 70\n", "exit_code": 0, "code": "print(1)"}
+    assert ProgramAnswerMiddleware().problem(some, [], [], preview, asked) is None

@@ -96,6 +96,11 @@ def test_a_change_divided_by_the_old_value_is_computed_before_the_division():
     ("In c.csv, count the distinct emails that are used by two or more rows.",
      "d = df.email.duplicated().sum()\nprint('emails:', d)", True),
     ("How many customers appear more than once in c.csv?", "print(df['customer'].duplicated().sum())", True),
+    ("number of duplicated email values (count each repeated address once)?",
+     "print(df.duplicated(subset='email', keep='first').sum())", True),
+    ("number of duplicated email values (count each repeated address once)?",
+     "d = df[df.duplicated(subset=['email'])].groupby('email').size().reset_index(name='n')\nprint(d['n'].sum())",
+     True),
     # the repeated values counted once already; or repeated rows asked for
     ("number of duplicated email values (count each repeated address once)?",
      "print(df.loc[df['email'].duplicated(), 'email'].nunique())", False),
@@ -104,6 +109,7 @@ def test_a_change_divided_by_the_old_value_is_computed_before_the_division():
 def test_repeated_rows_counted_for_values_counted_once_are_named(asked, code, flagged):
     hint = rows_hint(code, asked)
     assert (hint is not None and "(counts >= 2).sum()" in hint) == flagged
+    assert hint is None or "df['email']" in hint or "df['customer']" in hint  # the column the program used
 
 
 @pytest.mark.parametrize(("asked", "code", "hint"), [

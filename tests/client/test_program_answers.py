@@ -264,10 +264,14 @@ def test_a_value_the_question_names_is_used_after_one_hint(agent, sales):
     assert runs == ["total units: 9", "total units of East: 4", "total units: 9", "total units: 9"]
 
 
-def test_the_misreading_hint_is_advice_given_once(agent, sales):
+def test_the_misreading_hint_is_given_once_and_an_unconfirmed_misreading_is_no_answer(agent, sales):
     thread = _thread(agent, sales)
-    assert thread.chat(f"Stubborn: the total units of the East region in {UP}/sales.csv?") == "total units: 9"
-    assert [m.text for m in thread.messages if isinstance(m, ToolMessage)][:2] == ["total units: 9"] * 2
+    with pytest.raises(AnswerError) as caught:  # every program ignores "East": nothing confirms the total of 9
+        thread.chat(f"Stubborn: the total units of the East region in {UP}/sales.csv?")
+    assert caught.value.stop_reason == "ungrounded_answer" and "region == 'East'" in caught.value.cause
+    # the hint was given once (one repair), then the two checks, which misread it too, confirmed nothing
+    assert [m.text for m in thread.messages if isinstance(m, ToolMessage)] == ["total units: 9"] * 4
+    assert not [m for m in thread.messages if isinstance(m, AIMessage) and not m.tool_calls]
 
 
 def test_the_t_test_the_question_names_is_the_one_that_runs(agent, sales):

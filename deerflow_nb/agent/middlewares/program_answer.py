@@ -266,9 +266,15 @@ class ProgramAnswerMiddleware(AgentMiddleware):
             # nothing to contradict, and a check's table with a problem is not comparable)
             ran = [run for run in checks if run.get("exit_code") in (0, None) and states_values(run.get("stdout"))
                    and misread(run, asked, preview) is None]
-            if not ran or not states_values(stdout[0]) or any(agree(stdout[0], str(run.get("stdout")), asked)
-                                                               for run in ran):
+            unconfirmed = not ran or not states_values(stdout[0]) or any(
+                agree(stdout[0], str(run.get("stdout")), asked) for run in ran)
+            misreading = misread(answer, asked, preview)
+            if unconfirmed and not misreading:
                 return "answer", self._answer(answer, asked, reports, compose)
+            if unconfirmed:  # no check confirms it, and its program still shows the misreading it was told of
+                cause = ("could not confirm an answer: no independent program confirmed it, and its program "
+                         f"still reads the question as it was told not to ({_one_line(misreading, 160)})")
+                return "fail", AnswerError(cause, run_id=run_id, stop_reason="ungrounded_answer", cause=cause)
             stdout += [str(run.get("stdout")) for run in ran]
         cause = ("could not confirm an answer: independent programs computed different results ("
                  + " | ".join(_one_line(text) for text in stdout) + ")")
