@@ -17,6 +17,7 @@ from typing import Any
 
 from deerflow_nb.agent.answer_checks import find_numbers
 from deerflow_nb.agent.answer_format import AS_PERCENT
+from deerflow_nb.agent.program_fits import predictors_hint
 from deerflow_nb.agent.program_misreads import error_hint, misaligned_rows, misread_hint
 from deerflow_nb.agent.program_rows import rows_hint
 from deerflow_nb.tools.data_preview import DataPreview
@@ -355,6 +356,7 @@ def misread(run: dict[str, Any], asked: str, preview: DataPreview | None) -> str
     return (misread_hint(str(run["code"]), str(run.get("stdout") or ""), asked, frames or ["df"],
                          preview.values if preview else None, columns)
             or rows_hint(str(run["code"]), asked, preview.values if preview else None)
+            or predictors_hint(str(run["code"]), asked, columns)
             or difference_hint(str(run.get("stdout") or ""), asked))
 
 

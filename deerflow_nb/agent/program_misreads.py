@@ -91,6 +91,10 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"normaltest|linregress)'"),
      "Statistical tests are functions of scipy.stats, called with the data: from scipy import stats; "
      "stats.shapiro(df['x'].dropna()) returns (statistic, pvalue). "),
+    (re.compile(r"DTypePromotionError: The DType <class 'numpy\.dtypes\.DateTime64DType'>|"
+                r"float\(\) argument must be a string or a (?:real )?number, not 'Timestamp'"),
+     "A date column is among the model's inputs. Fit on the number columns the question names only, e.g. "
+     "X = df[['x']] (two brackets: a table of one column). "),
     (re.compile(r"(?:Series\.corr\(\) missing 1 required positional argument: 'other'|"
                 r"corr\(\) got an unexpected keyword argument)"),
      "A correlation of two columns is one column's .corr() with the other column: "

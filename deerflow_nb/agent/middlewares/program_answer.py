@@ -273,7 +273,7 @@ class ProgramAnswerMiddleware(AgentMiddleware):
                 return "answer", self._answer(answer, asked, reports, compose)
             if unconfirmed:  # no check confirms it, and its program still shows the misreading it was told of
                 cause = ("could not confirm an answer: no independent program confirmed it, and its program "
-                         f"still reads the question as it was told not to ({_one_line(misreading, 160)})")
+                         f"still reads the question as it was told not to ({_one_line(misreading or '', 160)})")
                 return "fail", AnswerError(cause, run_id=run_id, stop_reason="ungrounded_answer", cause=cause)
             stdout += [str(run.get("stdout")) for run in ran]
         cause = ("could not confirm an answer: independent programs computed different results ("
