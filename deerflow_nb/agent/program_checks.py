@@ -368,8 +368,10 @@ def difference_hint(stdout: str, asked: str) -> str | None:
 
     ("2023's total minus 2022's, and the growth in percent": both totals and the growth printed, no difference.)
     """
-    if not _MINUS.search(re.sub(r"\S*/\S*", " ", asked)):
-        return None
+    text = re.sub(r"\S*/\S*", " ", asked)
+    if not _MINUS.search(text) or re.search(r"t-?test|p-?value|signific|\btest\b|\bis there a difference\b", text,
+                                            re.IGNORECASE):
+        return None  # "is there a difference" with a test: the statistic and p-value are the answer
     labels = [line.split(":", 1)[0] for line in stdout.splitlines() if ":" in line]
     if any(re.search(r"differ|minus|change|diff\b|delta|increase|decrease|gap", label, re.IGNORECASE)
            for label in labels):

@@ -142,7 +142,8 @@ def _is_action(piece: str) -> bool:
 
 def _back(piece: str) -> bool:
     """Whether ``piece`` leans on something said before ("their average"; not "how many rows it has")."""
-    return _BACK.search(re.sub(r"(?i)\b(?:does\s+)?it\s+(?:has|have|contains?)\b", "", piece)) is not None
+    return _BACK.search(re.sub(r"(?i)\b(?:rows|records|entries|lines|observations)\s+(?:does\s+)?it\s+"
+                               r"(?:has|have|contains?)\b", "", piece)) is not None
 
 
 def _opens(piece: str) -> int | None:

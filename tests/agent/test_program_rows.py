@@ -137,3 +137,9 @@ def test_a_difference_asked_and_not_printed_is_named(stdout, flagged):
     from deerflow_nb.agent.program_checks import difference_hint
     asked = "What is 2023's total revenue minus 2022's (in thousands, 1 decimal), and what is the growth in percent?"
     assert (difference_hint(stdout, asked) is not None) == flagged
+
+
+def test_no_difference_hint_for_a_test_of_a_difference():
+    from deerflow_nb.agent.program_checks import difference_hint
+    asked = "Is there a difference in math_score between Oak and Pine? Use a Student t-test: t and p?"
+    assert difference_hint("t: 0.7777\np-value: 0.4404", asked) is None

@@ -55,6 +55,7 @@ def test_a_question_of_several_parts_is_cut_into_questions_of_their_own(question
     f"Run a Welch t-test on price between East and West in {F}. What are the t statistic and the p-value?",
     f"What is the correlation between price and quantity in {F}?",
     f"Which region has the highest revenue in {F} and how much is it?",  # "it": the part before goes on
+    f"Which column of {F} has the most missing values, and how many does it have?",
     f"Which region in {F} has the highest mean price, and what is that average?",
     f"Which region in {F} has the highest total sales and which has the lowest?",
     f"Compute the difference between the mean of price for East and the mean of price for West in {F}.",
