@@ -91,6 +91,9 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"normaltest|linregress)'"),
      "Statistical tests are functions of scipy.stats, called with the data: from scipy import stats; "
      "stats.shapiro(df['x'].dropna()) returns (statistic, pvalue). "),
+    (re.compile(r"Cannot reset_index inplace on a Series to create a DataFrame"),
+     "A Series (one value per group) becomes a table with its own variable, not in place: "
+     "table = series.reset_index() (then table.columns = ['first_name', 'second_name'] to name them). "),
     (re.compile(r"DTypePromotionError: The DType <class 'numpy\.dtypes\.DateTime64DType'>|"
                 r"float\(\) argument must be a string or a (?:real )?number, not 'Timestamp'"),
      "A date column is among the model's inputs. Fit on the number columns the question names only, e.g. "

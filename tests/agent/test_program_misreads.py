@@ -123,6 +123,7 @@ def test_programs_that_do_not_parse_get_no_misread_hint():
     ("AttributeError: 'Series' object has no attribute 'stats'", "stats.shapiro(df['x'].dropna())"),
     ("IndexError: Boolean index has wrong length: 533 instead of 480", "counts[counts >= 2]"),
     ("TypeError: dtype 'str' does not support operation 'mean'", "select the number column first"),
+    ("TypeError: Cannot reset_index inplace on a Series to create a DataFrame", "table = series.reset_index()"),
     ("numpy.exceptions.DTypePromotionError: The DType <class 'numpy.dtypes.DateTime64DType'> could not be promoted",
      "X = df[['x']]"),
     ("TypeError: Series.corr() missing 1 required positional argument: 'other'",
