@@ -357,7 +357,30 @@ def misread(run: dict[str, Any], asked: str, preview: DataPreview | None) -> str
                          preview.values if preview else None, columns)
             or rows_hint(str(run["code"]), asked, preview.values if preview else None)
             or predictors_hint(str(run["code"]), asked, columns)
-            or difference_hint(str(run.get("stdout") or ""), asked))
+            or difference_hint(str(run.get("stdout") or ""), asked)
+            or total_hint(str(run.get("stdout") or ""), asked))
+
+
+_TOTAL_ASKED = re.compile(r"\b(?:tell me|what is|what's|give me|and)\s+the\s+(?:overall\s+|grand\s+)?total\s+(\w+)\b"
+                          r"(?!\s+(?:per|by|for each|of each|in each|for every)\b)", re.IGNORECASE)
+
+
+def total_hint(stdout: str, asked: str) -> str | None:
+    """A hint when the question asks for "the total X" (one value) and the output prints no such total.
+
+    ("... with the revenue per region to a report, then tell me the total revenue": a table per region and no
+    total over all rows.)
+    """
+    asked_total = _TOTAL_ASKED.search(re.sub(r"\S*/\S*", " ", asked))
+    if asked_total is None:
+        return None
+    for line in stdout.splitlines():
+        label, _, value = line.partition(":")
+        if re.search(r"total", label, re.IGNORECASE) and not re.search(r"\b(?:by|per|each)\b", label, re.IGNORECASE) \
+                and find_numbers(value):
+            return None
+    return (f"The question asks for the total {asked_total.group(1)} (one value over all rows), and the output does "
+            "not print it. Print it on its own line with a label, besides the other asked values.")
 
 
 _MINUS = re.compile(r"\bminus\b|\bdifference\b|\bsubtract", re.IGNORECASE)

@@ -143,3 +143,14 @@ def test_no_difference_hint_for_a_test_of_a_difference():
     from deerflow_nb.agent.program_checks import difference_hint
     asked = "Is there a difference in math_score between Oak and Pine? Use a Student t-test: t and p?"
     assert difference_hint("t: 0.7777\np-value: 0.4404", asked) is None
+
+
+@pytest.mark.parametrize(("stdout", "flagged"), [
+    ("total revenue by region:\n  region  total_revenue\n0   East   491.00\n1  West   344.25\ntop: East", True),
+    ("revenue by region: East 491, West 344.25\ntotal revenue: 835.25\ntop: East", False),
+])
+def test_a_total_asked_and_not_printed_is_named(stdout, flagged):
+    from deerflow_nb.agent.program_checks import total_hint
+    asked = "Write a report with the revenue per region, then tell me the total revenue and the top region."
+    assert (total_hint(stdout, asked) is not None) == flagged
+    assert total_hint(stdout, "What is the total revenue per region?") is None  # a total per group is a table

@@ -239,8 +239,12 @@ class ProgramAnswerMiddleware(AgentMiddleware):
                     and covers(stdout[i], stdout[j], asked))
 
         def full(i: int, j: int) -> bool:
-            """Whether ``j`` confirms all of ``i``: the same, and ``j`` answers every part ``i`` does."""
-            return same(i, j) and covers(stdout[j], stdout[i], asked)
+            """Whether ``j`` confirms ``i``: all of it for one part of a question, else where they overlap.
+
+            A part (``compose``) is one or two values: ``j`` must state every value ``i`` does. A question asked
+            whole may print more than its checks (a report's table beside the asked total).
+            """
+            return same(i, j) and (not compose or covers(stdout[j], stdout[i], asked))
 
         for i, j in ((0, k) for k in range(1, len(stdout))):
             if full(i, j):  # the same values: the one written in the asked template, if only the check is
