@@ -458,16 +458,20 @@ def _named_by_number(stdout: str, asked: str, preview: DataPreview | None) -> bo
     thing = re.search(r"\bwhich\s+(\w+)", asked, re.IGNORECASE)
     if thing is None or not ({thing.group(1).lower(), thing.group(1).lower().rstrip("s")} & texts):
         return False
-    values = [line.split(":", 1)[1] if ":" in line else line for line in stdout.splitlines()]
-    values = [v.strip() for v in values if v.strip()]
+    values = _label_values(stdout)
     return bool(values) and all(re.fullmatch(r"[-+$€£]?\d[\d,]*(?:\.\d+)?\s?%?", v) for v in values)
 
 
 def _only_measures(stdout: str) -> bool:
     """Whether every value the output states (after a label's ``:``) is a decimal number: no name, no id."""
-    values = [line.split(":", 1)[1] if ":" in line else line for line in stdout.splitlines()]
-    values = [v.strip() for v in values if v.strip()]
+    values = _label_values(stdout)
     return bool(values) and all(re.fullmatch(r"[-+$€£]?\d[\d,]*\.\d+\s?%?", v) for v in values)
+
+
+def _label_values(stdout: str) -> list[str]:
+    """What each line of an output states: the text after its label's ``:``, or the whole line."""
+    values = [line.split(":", 1)[1] if ":" in line else line for line in stdout.splitlines()]
+    return [v.strip() for v in values if v.strip()]
 
 
 def _ids_hint(code: str, id_column: str, preview: DataPreview | None) -> str:

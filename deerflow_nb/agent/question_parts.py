@@ -21,12 +21,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from deerflow_nb.agent.answer_report import REPORT_SUFFIXES
 from deerflow_nb.tools.data_preview import data_files
 
 __all__ = ["QuestionPart", "question_parts"]
 
 _OUTPUT_PATH = re.compile(r"/mnt/user-data/outputs/[\w.\-/]+\.[A-Za-z0-9]{1,5}\b")
-_REPORT_SUFFIXES = (".md", ".markdown", ".txt", ".html")
 _TEMPLATE = re.compile(r"[A-Za-z_]\w{0,30}\s*=\s*<[^<>\n]{1,40}>")
 
 _MEASURE = (r"(?:average|mean|median|sum|total|number|count|share|percentage|percent|proportion|fraction|ratio|"
@@ -131,7 +131,7 @@ def _sentences(text: str) -> list[tuple[int, str]]:
 
 def _is_report(piece: str) -> bool:
     paths = _OUTPUT_PATH.findall(piece)
-    return any(p.lower().endswith(_REPORT_SUFFIXES) for p in paths) or (
+    return any(p.lower().endswith(REPORT_SUFFIXES) for p in paths) or (
         not paths and re.search(r"(?i)\b(?:report|summary)\b", piece) is not None
         and re.search(r"(?i)\b(?:write|save|create|put)\b", piece) is not None)
 
@@ -188,7 +188,7 @@ def question_parts(asked: str) -> list[QuestionPart]:
         pieces = _pieces(sentence)
         opening = next(((a, b, n) for a, b, n in pieces if _FILLER.sub("", sentence[a:b]).strip()), pieces[0])
         lead_in = not parts or opening[2] or _starts(sentence[opening[0]:opening[1]], True) is not None
-        if not lead_in or not any(pieces_open(sentence, pieces)):
+        if not lead_in or not any(_pieces_open(sentence, pieces)):
             if parts and not _is_report(sentence):
                 if _directive(sentence) and not _back(sentence):
                     notes.append(sentence)  # "Round to 2 decimals.": for the parts it names (all, naming none)
@@ -234,7 +234,7 @@ def question_parts(asked: str) -> list[QuestionPart]:
     return out
 
 
-def pieces_open(sentence: str, pieces: list[tuple[int, int, bool]]) -> list[bool]:
+def _pieces_open(sentence: str, pieces: list[tuple[int, int, bool]]) -> list[bool]:
     """Which of ``sentence``'s pieces could start a part."""
     return [_starts(sentence[a:b], True, numbered) is not None for a, b, numbered in pieces]
 
